@@ -1,0 +1,1280 @@
+//! Checkers that judge a history, together with the final state of the log as
+//! read offline after the run, against the guarantees of a Kafka partition.
+//!
+//! Each guarantee is checked by its own function, independent of the others,
+//! and named after the anomaly Jepsen's Kafka test reports when it breaks:
+//! lost-write, inconsistent-offsets, nonmonotonic-send, duplicate,
+//! phantom-read, plus unreported-corruption for runs that corrupt synced data.
+//!
+//! Invariants the checkers rely on, all guaranteed by [`History`]: values are
+//! unique per append invocation, a process is sequential, and every outcome is
+//! of its operation's kind. The checkers trust nothing else: offsets and values
+//! in outcomes and in the final log are data to judge, never to unwrap.
+//!
+//! Every checker runs in time linear in the history plus the final log
+//! (hash-map lookups, no pairwise comparisons), because CI checks thousands of
+//! seeds with 10^4 to 10^5 events each. Output is deterministic: maps are only
+//! used for lookups, and anomalies are found by walking the history and the
+//! final log in order, so two runs of one seed produce identical reports.
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::history::{History, Offset, Op, OpId, Operation, Outcome, ProcessId, Value};
+use crate::model::LogModel;
+
+/// How many anomaly details a report keeps per kind; the rest are only
+/// counted, so a badly broken run cannot make a report enormous.
+pub const ANOMALY_DETAILS_MAX: usize = 20;
+
+/// How many details per kind [`Report::summary`] prints.
+pub const SUMMARY_DETAILS_MAX: usize = 5;
+
+/// How many offsets a detail lists before eliding the rest.
+const DETAIL_OFFSETS_MAX: usize = 8;
+
+/// A kind of violated guarantee, named as Jepsen names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum AnomalyKind {
+    /// A record known to be committed (acknowledged, or observed by a read)
+    /// is missing from the final log.
+    LostWrite,
+    /// One offset holds two different values, or one value sits at two
+    /// different offsets, across acknowledgements, reads and the final log.
+    InconsistentOffsets,
+    /// A process's appends landed out of the order it sent them in, or one
+    /// append's records are not contiguous.
+    NonmonotonicSend,
+    /// A value appears more than once in the final log or in one read.
+    Duplicate,
+    /// A read or the final log served a value that no append wrote, or whose
+    /// append definitely failed.
+    PhantomRead,
+    /// Synced data was corrupted and committed records went missing, yet
+    /// neither recovery nor the offline read reported corruption.
+    UnreportedCorruption,
+}
+
+impl AnomalyKind {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [AnomalyKind; 6] = [
+        AnomalyKind::LostWrite,
+        AnomalyKind::InconsistentOffsets,
+        AnomalyKind::NonmonotonicSend,
+        AnomalyKind::Duplicate,
+        AnomalyKind::PhantomRead,
+        AnomalyKind::UnreportedCorruption,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AnomalyKind::LostWrite => "lost-write",
+            AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
+            AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::Duplicate => "duplicate",
+            AnomalyKind::PhantomRead => "phantom-read",
+            AnomalyKind::UnreportedCorruption => "unreported-corruption",
+        }
+    }
+}
+
+impl fmt::Display for AnomalyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One violation, with a sentence explaining it in terms of op ids (which are
+/// line numbers in [`History::render`]), offsets and values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Anomaly {
+    pub kind: AnomalyKind,
+    pub detail: String,
+}
+
+impl fmt::Display for Anomaly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind, self.detail)
+    }
+}
+
+/// What an offline read of the log found after the final crash and recovery.
+#[derive(Clone, Debug, Default)]
+pub struct FinalLog {
+    pub log_start_offset: Offset,
+    /// Every record from start to end, in order.
+    pub records: Vec<(Offset, Value)>,
+    /// Offset of the first batch that recovery or the offline read found
+    /// corrupt (bad CRC/length) and refused to serve, if any.
+    pub corruption_detected_at: Option<Offset>,
+}
+
+impl FinalLog {
+    /// One past the last record's offset, or the start offset if the log is
+    /// empty.
+    pub fn log_end_offset(&self) -> Offset {
+        self.records
+            .last()
+            .map_or(self.log_start_offset, |&(offset, _)| {
+                offset.saturating_add(1)
+            })
+    }
+}
+
+impl From<&LogModel> for FinalLog {
+    /// The final log a correct broker would leave behind: the model's records,
+    /// with no corruption detected.
+    fn from(model: &LogModel) -> FinalLog {
+        FinalLog {
+            log_start_offset: model.log_start_offset(),
+            records: model.records().collect(),
+            corruption_detected_at: None,
+        }
+    }
+}
+
+/// What the run did that changes which outcomes are acceptable.
+#[derive(Clone, Debug, Default)]
+pub struct CheckOptions {
+    /// The run injected corruption into *synced* data (beyond what one node
+    /// can survive). Then acknowledged writes at or after
+    /// `corruption_detected_at` may be missing; but if this is true and the
+    /// final log is missing acknowledged writes while corruption_detected_at is
+    /// None, report UnreportedCorruption.
+    pub synced_corruption_injected: bool,
+}
+
+/// The verdict on one run.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Up to [`ANOMALY_DETAILS_MAX`] anomalies per kind, in the order found.
+    pub anomalies: Vec<Anomaly>,
+    /// How many anomalies of each kind were found, including those whose
+    /// details were not kept. Kinds never found are absent.
+    pub anomaly_counts: BTreeMap<AnomalyKind, usize>,
+    pub ops_ok: usize,
+    pub ops_failed: usize,
+    /// Operations that ended Unknown or never completed.
+    pub ops_unknown: usize,
+    pub records_in_final_log: usize,
+    /// Committed records missing at or after the offset where corruption of
+    /// synced data was detected: expected losses, so not anomalies.
+    pub losses_excused: usize,
+}
+
+impl Report {
+    pub fn is_valid(&self) -> bool {
+        self.anomalies.is_empty() && self.anomaly_counts.values().all(|&count| count == 0)
+    }
+
+    pub fn has(&self, kind: AnomalyKind) -> bool {
+        self.count(kind) > 0 || self.anomalies.iter().any(|a| a.kind == kind)
+    }
+
+    /// How many anomalies of `kind` were found, kept or not.
+    pub fn count(&self, kind: AnomalyKind) -> usize {
+        self.anomaly_counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Multi-line: the verdict, operation counts, then for every anomaly kind
+    /// its count and the first few details.
+    pub fn summary(&self) -> String {
+        self.to_string()
+    }
+
+    /// Counts an anomaly and keeps its detail while under the cap. The detail
+    /// is built lazily so that a run with 10^5 lost writes formats only a few.
+    fn record(&mut self, kind: AnomalyKind, detail: impl FnOnce() -> String) {
+        let count = self.anomaly_counts.entry(kind).or_insert(0);
+        *count += 1;
+        if *count <= ANOMALY_DETAILS_MAX {
+            self.anomalies.push(Anomaly {
+                kind,
+                detail: detail(),
+            });
+        }
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", if self.is_valid() { "valid" } else { "INVALID" })?;
+        writeln!(
+            f,
+            "operations: {} ok, {} failed, {} unknown; {} records in final log; \
+             {} losses excused by detected corruption",
+            self.ops_ok,
+            self.ops_failed,
+            self.ops_unknown,
+            self.records_in_final_log,
+            self.losses_excused
+        )?;
+        for kind in AnomalyKind::ALL {
+            let count = self.count(kind);
+            writeln!(f, "{kind}: {count}")?;
+            let mut shown = 0;
+            for anomaly in self
+                .anomalies
+                .iter()
+                .filter(|a| a.kind == kind)
+                .take(SUMMARY_DETAILS_MAX)
+            {
+                writeln!(f, "  - {}", anomaly.detail)?;
+                shown += 1;
+            }
+            if count > shown {
+                writeln!(f, "  ... and {} more", count - shown)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Judges `history` and `final_log` against every guarantee.
+pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) -> Report {
+    let operations = history.operations();
+    let mut report = Report {
+        records_in_final_log: final_log.records.len(),
+        ..Report::default()
+    };
+    count_outcomes(&operations, &mut report);
+    let index = Index::build(&operations, final_log, options);
+    check_lost_writes(&index, &mut report);
+    check_inconsistent_offsets(&index, &mut report);
+    check_duplicates(&index, &mut report);
+    check_phantom_reads(&index, &mut report);
+    check_nonmonotonic_sends(&index, &mut report);
+    report
+}
+
+fn count_outcomes(operations: &[Operation], report: &mut Report) {
+    for operation in operations {
+        match &operation.outcome {
+            Some(Outcome::Appended { .. }) | Some(Outcome::Read { .. }) => report.ops_ok += 1,
+            Some(Outcome::Failed { .. }) => report.ops_failed += 1,
+            Some(Outcome::Unknown { .. }) | None => report.ops_unknown += 1,
+        }
+    }
+}
+
+/// The append invocation that carried a value.
+struct Write<'h> {
+    op: OpId,
+    /// The reason, if the append definitely failed.
+    failed: Option<&'h str>,
+}
+
+/// One append invocation, whatever its outcome.
+struct Append<'h> {
+    op: OpId,
+    process: ProcessId,
+    values: &'h [Value],
+    /// The base offset, if the append was acknowledged.
+    acked_base: Option<Offset>,
+}
+
+/// The records returned by one successful read.
+struct Observed<'h> {
+    op: OpId,
+    records: &'h [(Offset, Value)],
+}
+
+/// Where a claim that an offset holds a value came from, for details.
+#[derive(Clone, Copy)]
+enum Source {
+    Ack(OpId),
+    Read(OpId),
+    FinalLog,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Ack(op) => write!(f, "the acknowledgement of op #{op}"),
+            Source::Read(op) => write!(f, "read op #{op}"),
+            Source::FinalLog => write!(f, "the final log"),
+        }
+    }
+}
+
+/// Lookups shared by the checkers, built once per check in one pass.
+struct Index<'h> {
+    writes: BTreeMap<Value, Write<'h>>,
+    /// Every append invocation, in invocation order.
+    appends: Vec<Append<'h>>,
+    /// Every successful read, in invocation order.
+    reads: Vec<Observed<'h>>,
+    final_log: &'h FinalLog,
+    /// Each value's offsets in the final log, in log order.
+    final_offsets: BTreeMap<Value, Vec<Offset>>,
+    /// Losses at or after this offset are expected, because synced data was
+    /// corrupted there and recovery detected it.
+    excused_from: Option<Offset>,
+    /// Synced data was corrupted but nothing detected it, so any loss is the
+    /// corruption going unreported.
+    corruption_unreported: bool,
+}
+
+impl<'h> Index<'h> {
+    fn build(
+        operations: &'h [Operation],
+        final_log: &'h FinalLog,
+        options: &CheckOptions,
+    ) -> Index<'h> {
+        let mut writes = BTreeMap::new();
+        let mut appends = Vec::new();
+        let mut reads = Vec::new();
+        for operation in operations {
+            match (&operation.op, &operation.outcome) {
+                (Op::Append { values }, outcome) => {
+                    let failed = match outcome {
+                        Some(Outcome::Failed { reason }) => Some(reason.as_str()),
+                        _ => None,
+                    };
+                    for &value in values {
+                        // History forbids reusing a value, so the first writer is the only one.
+                        writes.entry(value).or_insert(Write {
+                            op: operation.id,
+                            failed,
+                        });
+                    }
+                    let acked_base = match outcome {
+                        Some(Outcome::Appended { base_offset }) => Some(*base_offset),
+                        _ => None,
+                    };
+                    appends.push(Append {
+                        op: operation.id,
+                        process: operation.process,
+                        values,
+                        acked_base,
+                    });
+                }
+                (Op::Read { .. }, Some(Outcome::Read { records })) => reads.push(Observed {
+                    op: operation.id,
+                    records,
+                }),
+                (Op::Read { .. }, _) => {}
+            }
+        }
+        let mut final_offsets: BTreeMap<Value, Vec<Offset>> = BTreeMap::new();
+        for &(offset, value) in &final_log.records {
+            final_offsets.entry(value).or_default().push(offset);
+        }
+        let (excused_from, corruption_unreported) = if options.synced_corruption_injected {
+            (
+                final_log.corruption_detected_at,
+                final_log.corruption_detected_at.is_none(),
+            )
+        } else {
+            (None, false)
+        };
+        Index {
+            writes,
+            appends,
+            reads,
+            final_log,
+            final_offsets,
+            excused_from,
+            corruption_unreported,
+        }
+    }
+
+    /// Every acknowledged record as (offset, value, appending op), in
+    /// invocation order.
+    fn acked_records(&self) -> impl Iterator<Item = (Offset, Value, OpId)> + '_ {
+        self.appends.iter().flat_map(|append| {
+            let base = append.acked_base;
+            append
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, &value)| {
+                    base.map(|base| (offset_at(base, i), value, append.op))
+                })
+        })
+    }
+
+    /// Every record returned by a successful read, with the reading op.
+    fn read_records(&self) -> impl Iterator<Item = (Offset, Value, OpId)> + '_ {
+        self.reads.iter().flat_map(|read| {
+            read.records
+                .iter()
+                .map(move |&(offset, value)| (offset, value, read.op))
+        })
+    }
+
+    /// True if some append that did not definitely fail wrote `value`.
+    fn possibly_written(&self, value: Value) -> bool {
+        matches!(self.writes.get(&value), Some(Write { failed: None, .. }))
+    }
+
+    /// Whether the final log's content at `offset` can be compared with what
+    /// the run observed. Past a detected corruption of synced data recovery
+    /// truncated the log, so its content there says nothing about the run.
+    fn final_log_trusted_at(&self, offset: Offset) -> bool {
+        self.excused_from.is_none_or(|from| offset < from)
+    }
+
+    fn final_range(&self) -> String {
+        format!(
+            "[{}, {})",
+            self.final_log.log_start_offset,
+            self.final_log.log_end_offset()
+        )
+    }
+
+    /// Reports a committed record missing from the final log, unless detected
+    /// corruption of synced data excuses it.
+    fn report_loss(&self, report: &mut Report, offset: Offset, detail: impl FnOnce() -> String) {
+        if self.excused_from.is_some_and(|from| offset >= from) {
+            report.losses_excused += 1;
+        } else if self.corruption_unreported {
+            report.record(AnomalyKind::UnreportedCorruption, || {
+                format!(
+                    "{}, and no corruption was reported although synced data was corrupted",
+                    detail()
+                )
+            });
+        } else {
+            report.record(AnomalyKind::LostWrite, detail);
+        }
+    }
+}
+
+/// lost-write: every committed record must survive into the final log.
+///
+/// A record is committed if its append was acknowledged, or if a successful
+/// read observed it: reads are bounded by the high watermark, so whatever they
+/// return is committed. Losses are judged by value, not by offset: a committed
+/// value present at some other offset was not lost, it was misplaced, which is
+/// inconsistent-offsets. Each missing value is reported once, at the offset its
+/// acknowledgement promised or else the offset it was first read at; that
+/// offset is what the corruption excuse compares against. The log start
+/// offset excuses nothing, since there is no retention yet.
+fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
+    let mut judged: BTreeSet<Value> = BTreeSet::new();
+    for (offset, value, op) in ix.acked_records() {
+        judged.insert(value);
+        if ix.final_offsets.contains_key(&value) {
+            continue;
+        }
+        ix.report_loss(report, offset, || {
+            format!(
+                "{value}, acknowledged at offset {offset} by op #{op}, is missing from the final \
+                 log, which holds offsets {}",
+                ix.final_range()
+            )
+        });
+    }
+    for (offset, value, op) in ix.read_records() {
+        // A value never (successfully) written cannot be lost; phantom-read owns it.
+        if !ix.possibly_written(value)
+            || !judged.insert(value)
+            || ix.final_offsets.contains_key(&value)
+        {
+            continue;
+        }
+        ix.report_loss(report, offset, || {
+            format!(
+                "{value}, observed at offset {offset} by read op #{op}, is missing from the final \
+                 log, which holds offsets {}",
+                ix.final_range()
+            )
+        });
+    }
+}
+
+/// inconsistent-offsets: acknowledgements, reads and the final log must agree
+/// on which value each offset holds, and on which offset each value is at.
+///
+/// The final log's records at or after a detected corruption of synced data
+/// are left out of the comparison, since recovery truncated there. The excuse
+/// covers only the final log: the harness is expected to corrupt synced data
+/// only before the final crash, because a truncation in mid-run would let later
+/// appends legitimately reuse offsets, which this rule would report.
+///
+/// A value the final log holds at several offsets is a duplicate, not an
+/// inconsistency, so a claim about such a value is consistent if it names any
+/// of them; that keeps a retried append that landed twice a duplicate only.
+fn check_inconsistent_offsets(ix: &Index<'_>, report: &mut Report) {
+    let run_claims: Vec<(Offset, Value, Source)> = ix
+        .acked_records()
+        .map(|(offset, value, op)| (offset, value, Source::Ack(op)))
+        .chain(
+            ix.read_records()
+                .map(|(offset, value, op)| (offset, value, Source::Read(op))),
+        )
+        .collect();
+    let final_claims = ix
+        .final_log
+        .records
+        .iter()
+        .filter(|&&(offset, _)| ix.final_log_trusted_at(offset))
+        .map(|&(offset, value)| (offset, value, Source::FinalLog));
+
+    // One offset, two values.
+    let mut holder: BTreeMap<Offset, (Value, Source)> = BTreeMap::new();
+    let mut conflicted_offsets: BTreeSet<Offset> = BTreeSet::new();
+    for (offset, value, source) in run_claims.iter().copied().chain(final_claims.clone()) {
+        match holder.entry(offset) {
+            Entry::Vacant(entry) => {
+                entry.insert((value, source));
+            }
+            Entry::Occupied(entry) => {
+                let (first_value, first_source) = *entry.get();
+                if first_value != value && conflicted_offsets.insert(offset) {
+                    report.record(AnomalyKind::InconsistentOffsets, || {
+                        format!(
+                            "offset {offset} holds {first_value} according to {first_source} \
+                             but {value} according to {source}"
+                        )
+                    });
+                }
+            }
+        }
+    }
+
+    // One value, two offsets.
+    let mut trusted_final: BTreeMap<Value, Vec<Offset>> = BTreeMap::new();
+    for (offset, value, _) in final_claims {
+        trusted_final.entry(value).or_default().push(offset);
+    }
+    let mut first_claim: BTreeMap<Value, (Offset, Source)> = BTreeMap::new();
+    let mut conflicted_values: BTreeSet<Value> = BTreeSet::new();
+    for &(offset, value, source) in &run_claims {
+        if conflicted_values.contains(&value) {
+            continue;
+        }
+        if let Some(final_offsets) = trusted_final.get(&value) {
+            if !final_offsets.contains(&offset) {
+                conflicted_values.insert(value);
+                report.record(AnomalyKind::InconsistentOffsets, || {
+                    format!(
+                        "{value} is at offset {offset} according to {source} but at {} in the \
+                         final log",
+                        list_offsets(final_offsets)
+                    )
+                });
+            }
+            continue;
+        }
+        match first_claim.entry(value) {
+            Entry::Vacant(entry) => {
+                entry.insert((offset, source));
+            }
+            Entry::Occupied(entry) => {
+                let (first_offset, first_source) = *entry.get();
+                if first_offset != offset {
+                    conflicted_values.insert(value);
+                    report.record(AnomalyKind::InconsistentOffsets, || {
+                        format!(
+                            "{value} is at offset {first_offset} according to {first_source} \
+                             but at offset {offset} according to {source}"
+                        )
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// duplicate: a value appears more than once in the final log, or in one read
+/// result. Each duplicated value is reported once, since one duplicate in the
+/// log shows up again in every read that covers it.
+fn check_duplicates(ix: &Index<'_>, report: &mut Report) {
+    let mut reported: BTreeSet<Value> = BTreeSet::new();
+    for &(_, value) in &ix.final_log.records {
+        let offsets = match ix.final_offsets.get(&value) {
+            Some(offsets) => offsets,
+            None => continue,
+        };
+        if offsets.len() > 1 && reported.insert(value) {
+            report.record(AnomalyKind::Duplicate, || {
+                format!(
+                    "{value} appears {} times in the final log, at {}",
+                    offsets.len(),
+                    list_offsets(offsets)
+                )
+            });
+        }
+    }
+    for read in &ix.reads {
+        let mut seen: BTreeMap<Value, Offset> = BTreeMap::new();
+        for &(offset, value) in read.records {
+            match seen.entry(value) {
+                Entry::Vacant(entry) => {
+                    entry.insert(offset);
+                }
+                Entry::Occupied(entry) => {
+                    if reported.insert(value) {
+                        let first = *entry.get();
+                        report.record(AnomalyKind::Duplicate, || {
+                            format!(
+                                "read op #{} returned {value} twice, at offsets {first} and {offset}",
+                                read.op
+                            )
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// phantom-read: every value served, by a read or by the final log, must come
+/// from an append that may have taken effect. A value no append wrote is
+/// garbage served as data; a value whose append definitely failed means the
+/// failure was reported wrongly. The harness must therefore record as Unknown,
+/// never as Failed, any error after which the write may have happened.
+fn check_phantom_reads(ix: &Index<'_>, report: &mut Report) {
+    let mut reported: BTreeSet<Value> = BTreeSet::new();
+    let served = ix
+        .read_records()
+        .map(|(offset, value, op)| (offset, value, Source::Read(op)))
+        .chain(
+            ix.final_log
+                .records
+                .iter()
+                .map(|&(offset, value)| (offset, value, Source::FinalLog)),
+        );
+    for (offset, value, source) in served {
+        match ix.writes.get(&value) {
+            Some(Write { failed: None, .. }) => {}
+            Some(Write {
+                op,
+                failed: Some(reason),
+            }) => {
+                if reported.insert(value) {
+                    report.record(AnomalyKind::PhantomRead, || {
+                        format!(
+                            "{source} served {value} at offset {offset}, but op #{op}, which \
+                             wrote it, definitely failed ({reason:?})"
+                        )
+                    });
+                }
+            }
+            None => {
+                if reported.insert(value) {
+                    report.record(AnomalyKind::PhantomRead, || {
+                        format!("{source} served {value} at offset {offset}, which no append wrote")
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// nonmonotonic-send: a process is sequential, so each of its appends must
+/// land after all records of its previous one, and one append's records must
+/// sit at consecutive offsets.
+///
+/// Checked twice per process, in invocation order: on the offsets its
+/// acknowledged appends were given, and on where its appends (acknowledged or
+/// not) ended up in the final log, skipping appends that are absent. A value
+/// the final log holds more than once counts at its first offset. Each pair of
+/// appends is reported at most once even if both views show the inversion.
+fn check_nonmonotonic_sends(ix: &Index<'_>, report: &mut Report) {
+    let mut by_process: BTreeMap<ProcessId, Vec<&Append<'_>>> = BTreeMap::new();
+    for append in &ix.appends {
+        by_process.entry(append.process).or_default().push(append);
+    }
+    let mut reported_pairs: BTreeSet<(OpId, OpId)> = BTreeSet::new();
+    for (process, appends) in &by_process {
+        // The offsets acknowledgements gave.
+        let mut previous: Option<(OpId, Offset)> = None;
+        for append in appends {
+            let base = match append.acked_base {
+                Some(base) => base,
+                None => continue,
+            };
+            let last = offset_at(base, append.values.len().saturating_sub(1));
+            if let Some((previous_op, previous_last)) = previous {
+                if base <= previous_last && reported_pairs.insert((previous_op, append.op)) {
+                    report.record(AnomalyKind::NonmonotonicSend, || {
+                        format!(
+                            "process {process}: op #{previous_op} was acknowledged up to offset \
+                             {previous_last}, yet op #{}, invoked later, was acknowledged at \
+                             base offset {base}",
+                            append.op
+                        )
+                    });
+                }
+            }
+            previous = Some((append.op, last));
+        }
+
+        // Where the records ended up.
+        let mut previous: Option<(OpId, Offset)> = None;
+        for append in appends {
+            let placed: Vec<(usize, Value, Offset)> = append
+                .values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &value)| {
+                    let offset = *ix.final_offsets.get(&value)?.first()?;
+                    Some((i, value, offset))
+                })
+                .collect();
+            let (first_offset, last_offset) = match (
+                placed.iter().map(|p| p.2).min(),
+                placed.iter().map(|p| p.2).max(),
+            ) {
+                (Some(first), Some(last)) => (first, last),
+                _ => continue,
+            };
+            let scattered = placed.windows(2).find(|pair| {
+                let (i, _, a) = pair[0];
+                let (j, _, b) = pair[1];
+                b.checked_sub(a) != Offset::try_from(j - i).ok()
+            });
+            if let Some(pair) = scattered {
+                let ((i, a, a_offset), (j, b, b_offset)) = (pair[0], pair[1]);
+                report.record(AnomalyKind::NonmonotonicSend, || {
+                    format!(
+                        "process {process}: op #{} sent {a} and {b} {} apart, but the final log \
+                         holds them at offsets {a_offset} and {b_offset}",
+                        append.op,
+                        j - i
+                    )
+                });
+            }
+            if let Some((previous_op, previous_last)) = previous {
+                if first_offset <= previous_last && reported_pairs.insert((previous_op, append.op))
+                {
+                    report.record(AnomalyKind::NonmonotonicSend, || {
+                        format!(
+                            "process {process}: op #{previous_op} reaches offset {previous_last} \
+                             in the final log, yet op #{}, invoked later, starts at offset \
+                             {first_offset}",
+                            append.op
+                        )
+                    });
+                }
+            }
+            previous = Some((append.op, last_offset));
+        }
+    }
+}
+
+/// The offset of the `index`-th record of a batch based at `base`. Saturates
+/// rather than overflowing, because `base` comes from the system under test.
+fn offset_at(base: Offset, index: usize) -> Offset {
+    base.saturating_add(Offset::try_from(index).unwrap_or(Offset::MAX))
+}
+
+fn list_offsets(offsets: &[Offset]) -> String {
+    let mut text = String::from("offsets [");
+    for (i, offset) in offsets.iter().take(DETAIL_OFFSETS_MAX).enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&offset.to_string());
+    }
+    if offsets.len() > DETAIL_OFFSETS_MAX {
+        text.push_str(", ...");
+    }
+    text.push(']');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(process: u32, seq: u32) -> Value {
+        Value::new(process, seq)
+    }
+
+    /// Builds histories tersely, advancing time by one per event.
+    #[derive(Default)]
+    struct Builder {
+        history: History,
+        time_ns: u64,
+    }
+
+    impl Builder {
+        fn tick(&mut self) -> u64 {
+            self.time_ns += 1;
+            self.time_ns
+        }
+
+        fn append(&mut self, process: ProcessId, values: &[Value], outcome: Outcome) -> OpId {
+            let t = self.tick();
+            let op = self.history.invoke(
+                t,
+                process,
+                Op::Append {
+                    values: values.to_vec(),
+                },
+            );
+            let t = self.tick();
+            self.history.complete(t, op, outcome);
+            op
+        }
+
+        fn append_ok(&mut self, process: ProcessId, values: &[Value], base_offset: Offset) {
+            self.append(process, values, Outcome::Appended { base_offset });
+        }
+
+        fn append_unknown(&mut self, process: ProcessId, values: &[Value]) {
+            self.append(
+                process,
+                values,
+                Outcome::Unknown {
+                    reason: "timeout".into(),
+                },
+            );
+        }
+
+        fn append_failed(&mut self, process: ProcessId, values: &[Value]) {
+            self.append(
+                process,
+                values,
+                Outcome::Failed {
+                    reason: "not leader".into(),
+                },
+            );
+        }
+
+        fn read_ok(&mut self, process: ProcessId, from: Offset, records: &[(Offset, Value)]) {
+            let t = self.tick();
+            let op = self.history.invoke(t, process, Op::Read { from });
+            let t = self.tick();
+            self.history.complete(
+                t,
+                op,
+                Outcome::Read {
+                    records: records.to_vec(),
+                },
+            );
+        }
+    }
+
+    /// A final log holding `values` at dense offsets from `start`.
+    fn final_log(start: Offset, values: &[Value]) -> FinalLog {
+        FinalLog {
+            log_start_offset: start,
+            records: values
+                .iter()
+                .enumerate()
+                .map(|(i, &value)| (offset_at(start, i), value))
+                .collect(),
+            corruption_detected_at: None,
+        }
+    }
+
+    fn check_plain(b: &Builder, log: &FinalLog) -> Report {
+        check(&b.history, log, &CheckOptions::default())
+    }
+
+    fn synced_corruption() -> CheckOptions {
+        CheckOptions {
+            synced_corruption_injected: true,
+        }
+    }
+
+    /// Asserts the report holds exactly the listed kinds.
+    fn assert_kinds(report: &Report, kinds: &[AnomalyKind]) {
+        for kind in AnomalyKind::ALL {
+            assert_eq!(
+                report.has(kind),
+                kinds.contains(&kind),
+                "{kind} expected: {}\n{}",
+                kinds.contains(&kind),
+                report.summary()
+            );
+        }
+    }
+
+    /// Four records from process 1, acknowledged at offsets 0..=3.
+    fn four_acked() -> (Builder, Vec<Value>) {
+        let mut b = Builder::default();
+        let values: Vec<Value> = (0..4).map(|seq| v(1, seq)).collect();
+        b.append_ok(1, &values[0..3], 0);
+        b.append_ok(1, &values[3..4], 3);
+        (b, values)
+    }
+
+    #[test]
+    fn anomaly_names_are_jepsen_names() {
+        let names: Vec<&str> = AnomalyKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "lost-write",
+                "inconsistent-offsets",
+                "nonmonotonic-send",
+                "duplicate",
+                "phantom-read",
+                "unreported-corruption"
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_history_and_log_is_valid() {
+        let report = check(
+            &History::new(),
+            &FinalLog::default(),
+            &CheckOptions::default(),
+        );
+        assert!(report.is_valid());
+        assert_eq!(report.ops_ok + report.ops_failed + report.ops_unknown, 0);
+    }
+
+    #[test]
+    fn valid_history_is_valid_and_counted() {
+        let (mut b, values) = four_acked();
+        b.append_failed(2, &[v(2, 0)]);
+        b.append_unknown(2, &[v(2, 1)]);
+        b.read_ok(3, 1, &[(1, values[1]), (2, values[2]), (3, values[3])]);
+        let t = b.tick();
+        b.history.invoke(t, 4, Op::Read { from: 0 });
+        let report = check_plain(&b, &final_log(0, &values));
+        assert!(report.is_valid(), "{}", report.summary());
+        assert_eq!(report.ops_ok, 3);
+        assert_eq!(report.ops_failed, 1);
+        assert_eq!(report.ops_unknown, 2);
+        assert_eq!(report.records_in_final_log, 4);
+        assert!(report.summary().starts_with("valid\n"));
+    }
+
+    #[test]
+    fn acknowledged_append_missing_is_a_lost_write() {
+        let (b, values) = four_acked();
+        let report = check_plain(&b, &final_log(0, &values[0..3]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 1);
+        assert!(report.anomalies[0].detail.contains("offset 3"));
+        assert!(report.summary().contains("lost-write: 1\n"));
+    }
+
+    #[test]
+    fn loss_at_or_after_detected_synced_corruption_is_excused() {
+        let (b, values) = four_acked();
+        let mut log = final_log(0, &values[0..3]);
+        log.corruption_detected_at = Some(2);
+        let report = check(&b.history, &log, &synced_corruption());
+        assert!(report.is_valid(), "{}", report.summary());
+        assert_eq!(report.losses_excused, 1);
+    }
+
+    #[test]
+    fn loss_before_detected_synced_corruption_is_still_a_lost_write() {
+        let (b, values) = four_acked();
+        let mut log = final_log(0, &values[0..1]);
+        log.corruption_detected_at = Some(2);
+        let report = check(&b.history, &log, &synced_corruption());
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 1);
+        assert_eq!(report.losses_excused, 2);
+    }
+
+    #[test]
+    fn detected_corruption_excuses_nothing_unless_synced_data_was_corrupted() {
+        let (b, values) = four_acked();
+        let mut log = final_log(0, &values[0..3]);
+        log.corruption_detected_at = Some(2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+    }
+
+    #[test]
+    fn undetected_loss_after_synced_corruption_is_unreported_corruption() {
+        let (b, values) = four_acked();
+        let report = check(
+            &b.history,
+            &final_log(0, &values[0..3]),
+            &synced_corruption(),
+        );
+        assert_kinds(&report, &[AnomalyKind::UnreportedCorruption]);
+        assert_eq!(report.count(AnomalyKind::UnreportedCorruption), 1);
+    }
+
+    #[test]
+    fn synced_corruption_without_loss_is_valid() {
+        let (b, values) = four_acked();
+        let report = check(&b.history, &final_log(0, &values), &synced_corruption());
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn record_observed_by_a_read_then_missing_is_a_lost_write() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert!(report.anomalies[0].detail.contains("read op"));
+    }
+
+    #[test]
+    fn unknown_appends_may_or_may_not_survive() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.append_unknown(1, &[v(1, 1)]);
+        b.append_ok(2, &[v(2, 0)], 1);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), v(2, 0)]));
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn below_log_start_offset_is_lost_too() {
+        let (b, values) = four_acked();
+        let report = check_plain(&b, &final_log(2, &values[2..4]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 2);
+    }
+
+    #[test]
+    fn acknowledged_offset_holding_another_value_is_inconsistent_and_lost() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.append_unknown(2, &[v(2, 0)]);
+        let report = check_plain(&b, &final_log(0, &[v(2, 0)]));
+        assert_kinds(
+            &report,
+            &[AnomalyKind::LostWrite, AnomalyKind::InconsistentOffsets],
+        );
+    }
+
+    #[test]
+    fn acknowledged_value_at_another_offset_is_inconsistent_not_lost() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 3);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::InconsistentOffsets]);
+        assert_eq!(report.count(AnomalyKind::InconsistentOffsets), 1);
+    }
+
+    #[test]
+    fn two_reads_disagreeing_on_an_offset_are_inconsistent() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.append_unknown(2, &[v(2, 0)]);
+        b.read_ok(3, 0, &[(0, v(1, 0))]);
+        b.read_ok(3, 0, &[(0, v(2, 0))]);
+        // Both values are lost too, being absent from the final log.
+        let report = check_plain(&b, &final_log(0, &[]));
+        assert!(report.has(AnomalyKind::InconsistentOffsets));
+        assert_eq!(report.count(AnomalyKind::InconsistentOffsets), 1);
+    }
+
+    #[test]
+    fn one_value_at_two_offsets_in_reads_is_inconsistent() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.read_ok(3, 0, &[(0, v(1, 0))]);
+        b.read_ok(3, 0, &[(1, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[]));
+        assert!(report.has(AnomalyKind::InconsistentOffsets));
+    }
+
+    #[test]
+    fn final_log_past_detected_corruption_is_not_compared() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0), v(1, 1)], 0);
+        b.append_unknown(2, &[v(2, 0)]);
+        // Offset 1 holds a different value, but only past the detected corruption.
+        let mut log = final_log(0, &[v(1, 0), v(2, 0)]);
+        log.corruption_detected_at = Some(1);
+        let report = check(&b.history, &log, &synced_corruption());
+        assert!(report.is_valid(), "{}", report.summary());
+        assert_eq!(report.losses_excused, 1);
+        // Without the excuse the same log is inconsistent and loses v(1, 1).
+        let report = check_plain(&b, &log);
+        assert_kinds(
+            &report,
+            &[AnomalyKind::LostWrite, AnomalyKind::InconsistentOffsets],
+        );
+    }
+
+    #[test]
+    fn value_twice_in_the_final_log_is_a_duplicate() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::Duplicate]);
+        assert_eq!(report.count(AnomalyKind::Duplicate), 1);
+    }
+
+    #[test]
+    fn retried_append_landing_twice_is_only_a_duplicate() {
+        // The first attempt landed at 0 but its response was lost; the retry
+        // landed at 1 and was acknowledged there. A read saw the first copy.
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 1);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::Duplicate]);
+    }
+
+    #[test]
+    fn value_twice_in_one_read_is_a_duplicate() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.read_ok(2, 0, &[(0, v(1, 0)), (1, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
+        assert!(report.has(AnomalyKind::Duplicate));
+        assert!(report
+            .anomalies
+            .iter()
+            .any(|a| a.kind == AnomalyKind::Duplicate && a.detail.contains("read op")));
+    }
+
+    #[test]
+    fn same_value_in_two_reads_is_not_a_duplicate() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn read_of_a_value_never_written_is_a_phantom() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.read_ok(2, 0, &[(0, v(1, 0)), (1, Value(0xdead_beef))]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::PhantomRead]);
+    }
+
+    #[test]
+    fn garbage_in_the_final_log_is_a_phantom() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), Value(42)]));
+        assert_kinds(&report, &[AnomalyKind::PhantomRead]);
+        assert!(report.anomalies[0].detail.contains("no append wrote"));
+    }
+
+    #[test]
+    fn value_of_a_failed_append_served_is_a_phantom() {
+        let mut b = Builder::default();
+        b.append_failed(1, &[v(1, 0)]);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::PhantomRead]);
+        assert_eq!(report.count(AnomalyKind::PhantomRead), 1);
+        assert!(report.anomalies[0].detail.contains("definitely failed"));
+    }
+
+    #[test]
+    fn failed_append_absent_is_valid() {
+        let mut b = Builder::default();
+        b.append_failed(1, &[v(1, 0)]);
+        b.append_ok(1, &[v(1, 1)], 0);
+        let report = check_plain(&b, &final_log(0, &[v(1, 1)]));
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn later_acknowledged_append_at_a_lower_offset_is_nonmonotonic() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 5);
+        b.append_ok(1, &[v(1, 1)], 3);
+        let mut values = vec![v(9, 0); 6];
+        values[5] = v(1, 0);
+        values[3] = v(1, 1);
+        // Filler written one record at a time by another process, whose fate is unknown.
+        let fillers: Vec<Value> = (0..4).map(|seq| v(9, seq)).collect();
+        for filler in &fillers {
+            b.append_unknown(9, &[*filler]);
+        }
+        values[0] = fillers[0];
+        values[1] = fillers[1];
+        values[2] = fillers[2];
+        values[4] = fillers[3];
+        let report = check_plain(&b, &final_log(0, &values));
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicSend]);
+        // The acknowledgements and the final log show the same inversion once.
+        assert_eq!(report.count(AnomalyKind::NonmonotonicSend), 1);
+    }
+
+    #[test]
+    fn overlapping_acknowledged_appends_are_nonmonotonic() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0), v(1, 1)], 0);
+        b.append_ok(1, &[v(1, 2)], 1);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), v(1, 1)]));
+        assert!(report.has(AnomalyKind::NonmonotonicSend));
+    }
+
+    #[test]
+    fn unacknowledged_appends_reordered_in_the_final_log_are_nonmonotonic() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0)]);
+        b.append_unknown(1, &[v(1, 1)]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 1), v(1, 0)]));
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicSend]);
+    }
+
+    #[test]
+    fn one_append_scattered_in_the_final_log_is_nonmonotonic() {
+        let mut b = Builder::default();
+        b.append_unknown(1, &[v(1, 0), v(1, 1)]);
+        b.append_unknown(2, &[v(2, 0)]);
+        let report = check_plain(&b, &final_log(0, &[v(1, 0), v(2, 0), v(1, 1)]));
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicSend]);
+        assert!(report.anomalies[0].detail.contains("1 apart"));
+    }
+
+    #[test]
+    fn interleaved_processes_are_monotonic() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.append_ok(2, &[v(2, 0), v(2, 1)], 1);
+        b.append_unknown(1, &[v(1, 1)]);
+        b.append_ok(1, &[v(1, 2)], 3);
+        b.append_ok(2, &[v(2, 2)], 4);
+        let log = final_log(0, &[v(1, 0), v(2, 0), v(2, 1), v(1, 2), v(2, 2)]);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn details_are_capped_but_all_anomalies_counted() {
+        let mut b = Builder::default();
+        let lost = ANOMALY_DETAILS_MAX + 7;
+        for seq in 0..lost {
+            let seq = u32::try_from(seq).unwrap_or(u32::MAX);
+            b.append_ok(1, &[v(1, seq)], Offset::from(seq));
+        }
+        let report = check_plain(&b, &FinalLog::default());
+        assert_eq!(report.count(AnomalyKind::LostWrite), lost);
+        assert_eq!(report.anomalies.len(), ANOMALY_DETAILS_MAX);
+        let summary = report.summary();
+        assert!(summary.starts_with("INVALID\n"));
+        assert!(summary.contains(&format!("lost-write: {lost}\n")));
+        assert!(summary.contains(&format!("... and {} more", lost - SUMMARY_DETAILS_MAX)));
+        assert!(summary.contains("duplicate: 0\n"));
+    }
+
+    #[test]
+    fn hostile_offsets_do_not_panic() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0), v(1, 1)], Offset::MAX);
+        b.read_ok(2, Offset::MIN, &[(Offset::MIN, v(1, 0))]);
+        let log = FinalLog {
+            log_start_offset: Offset::MAX,
+            records: vec![(Offset::MAX, v(1, 0))],
+            corruption_detected_at: None,
+        };
+        let report = check_plain(&b, &log);
+        assert!(!report.is_valid());
+    }
+
+    #[test]
+    fn final_log_from_model_matches() {
+        let mut model = LogModel::new();
+        let mut b = Builder::default();
+        let base = model.append(&[v(1, 0), v(1, 1)]);
+        b.append_ok(1, &[v(1, 0), v(1, 1)], base);
+        let log = FinalLog::from(&model);
+        assert_eq!(log.log_end_offset(), 2);
+        assert!(check_plain(&b, &log).is_valid());
+    }
+}

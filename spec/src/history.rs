@@ -1,0 +1,551 @@
+//! The history of one run: every operation a workload invoked against a
+//! partition, how each one completed, and notes from the system under test or
+//! the nemesis.
+//!
+//! This module owns the vocabulary shared by workloads and checkers (values,
+//! offsets, operations, outcomes) and the invariants of a well-formed history,
+//! which it asserts as events are recorded rather than leaving them for the
+//! checkers to rediscover:
+//!
+//! - Time never goes backwards: every event is at or after the previous one.
+//! - A process is sequential, like a Jepsen process: it has at most one
+//!   invocation outstanding, and only the invoking process completes it.
+//! - An operation completes at most once, with an outcome of its own kind
+//!   (an append is never completed with read results, nor a read with offsets).
+//! - Every value is written by at most one append invocation, and appends are
+//!   never empty, so a value observed anywhere names exactly one write.
+//!
+//! A violated invariant is a bug in the harness, not in the system under test,
+//! so it panics instead of being reported as an anomaly.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A Jepsen process: one logical, sequential client.
+pub type ProcessId = u64;
+
+/// A position in a partition log, as Kafka numbers them.
+pub type Offset = i64;
+
+/// The id of an operation: the index of its invocation in [`History::events`],
+/// which is also the 0-based line number of the invocation in
+/// [`History::render`], so anomaly reports can point at a line.
+pub type OpId = usize;
+
+/// Identity of one record written by a workload; unique per written record.
+///
+/// Workloads encode it as `(process << 32 | seq)` but the spec treats it as
+/// opaque except for the [`Value::process`] and [`Value::seq`] helpers, which
+/// exist only to make reports readable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Value(pub u64);
+
+impl Value {
+    /// The value a workload process writes as its `seq`-th record.
+    pub fn new(process: u32, seq: u32) -> Value {
+        Value((u64::from(process) << 32) | u64::from(seq))
+    }
+
+    /// The process that wrote this value, by the workload's encoding.
+    pub fn process(self) -> u32 {
+        // The shift leaves only the upper 32 bits, so the cast cannot lose data.
+        (self.0 >> 32) as u32
+    }
+
+    /// The writer's sequence number, by the workload's encoding.
+    pub fn seq(self) -> u32 {
+        // Truncation to the lower 32 bits is exactly the decoding we want.
+        self.0 as u32
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p{}#{}", self.process(), self.seq())
+    }
+}
+
+/// What a process asked the partition to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Produce these values, in order, as one batch.
+    Append { values: Vec<Value> },
+    /// Fetch records starting at offset `from`.
+    Read { from: Offset },
+}
+
+/// How an operation ended, in Jepsen's three-valued sense: ok, fail, or info.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Append acknowledged: values were assigned offsets base_offset.. base_offset+len-1.
+    Appended { base_offset: Offset },
+    /// Read returned these records (offset, value), in the order returned.
+    Read { records: Vec<(Offset, Value)> },
+    /// Definitely did not take effect.
+    Failed { reason: String },
+    /// May or may not have taken effect (timeout, connection lost, IO error after a write).
+    Unknown { reason: String },
+}
+
+/// What one event in the history records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// A process started an operation.
+    Invoke(Op),
+    /// The operation invoked at event `op` ended with `outcome`.
+    Complete { op: OpId, outcome: Outcome },
+    /// Something the system under test or the nemesis reported (crash, restart,
+    /// detected corruption...), kept for the report.
+    Note(String),
+}
+
+/// One timestamped entry of a history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub time_ns: u64,
+    pub process: ProcessId,
+    pub kind: EventKind,
+}
+
+/// An invocation paired with its completion, as checkers consume them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    pub id: OpId,
+    pub process: ProcessId,
+    pub invoke_ns: u64,
+    /// None if the operation never completed, which checkers treat as Unknown.
+    pub complete_ns: Option<u64>,
+    pub op: Op,
+    /// None if the operation never completed, which checkers treat as Unknown.
+    pub outcome: Option<Outcome>,
+}
+
+/// An append-only record of one run.
+///
+/// Only `events` is observable; the other fields are indexes derived from it,
+/// kept so the invariants can be asserted in constant time per event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    events: Vec<Event>,
+    /// The open invocation of each process that has one.
+    outstanding: BTreeMap<ProcessId, OpId>,
+    /// Every value carried by any append invocation so far.
+    written: BTreeSet<Value>,
+}
+
+impl History {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records an invocation; returns the id later passed to complete. Panics
+    /// (assert) if time goes backwards relative to the last event, if the
+    /// process already has an invocation outstanding, if an append is empty,
+    /// or if an append carries a value that was already written.
+    pub fn invoke(&mut self, time_ns: u64, process: ProcessId, op: Op) -> OpId {
+        self.assert_time_moves_forward(time_ns);
+        if let Some(open) = self.outstanding.get(&process) {
+            panic!(
+                "process {process} invoked {op:?} while op #{open} is still outstanding; \
+                 a process must be sequential"
+            );
+        }
+        if let Op::Append { values } = &op {
+            assert!(
+                !values.is_empty(),
+                "process {process} invoked an empty append; a batch holds at least one record"
+            );
+            for value in values {
+                // Checkers identify a write by its value, so a reused value would
+                // make every later judgement about it ambiguous.
+                assert!(
+                    self.written.insert(*value),
+                    "value {value} was written twice; values must be unique per written record"
+                );
+            }
+        }
+        let id = self.events.len();
+        self.events.push(Event {
+            time_ns,
+            process,
+            kind: EventKind::Invoke(op),
+        });
+        self.outstanding.insert(process, id);
+        id
+    }
+
+    /// Asserts the op exists, is an invocation, was not completed yet, and
+    /// belongs to the same process: the completion is recorded under the
+    /// invoking process. Also asserts time moves forward and that the outcome
+    /// is of the operation's kind.
+    pub fn complete(&mut self, time_ns: u64, op: OpId, outcome: Outcome) {
+        self.assert_time_moves_forward(time_ns);
+        let invocation = match self.events.get(op) {
+            Some(event) => event,
+            None => panic!(
+                "completed op #{op}, but the history has only {} events",
+                self.events.len()
+            ),
+        };
+        let invoked = match &invocation.kind {
+            EventKind::Invoke(invoked) => invoked,
+            other => panic!("completed op #{op}, but event #{op} is not an invocation: {other:?}"),
+        };
+        let process = invocation.process;
+        assert_eq!(
+            self.outstanding.get(&process),
+            Some(&op),
+            "completed op #{op} of process {process}, but it is not that process's outstanding \
+             invocation (was it completed already?)"
+        );
+        let kind_matches = !matches!(
+            (invoked, &outcome),
+            (Op::Append { .. }, Outcome::Read { .. }) | (Op::Read { .. }, Outcome::Appended { .. })
+        );
+        assert!(
+            kind_matches,
+            "op #{op} ({invoked:?}) completed with an outcome of the wrong kind: {outcome:?}"
+        );
+        self.outstanding.remove(&process);
+        self.events.push(Event {
+            time_ns,
+            process,
+            kind: EventKind::Complete { op, outcome },
+        });
+    }
+
+    /// Records a note; notes do not affect checking but appear in the
+    /// rendering, so a failing seed's report explains what the nemesis did.
+    pub fn note(&mut self, time_ns: u64, process: ProcessId, text: impl Into<String>) {
+        self.assert_time_moves_forward(time_ns);
+        self.events.push(Event {
+            time_ns,
+            process,
+            kind: EventKind::Note(text.into()),
+        });
+    }
+
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
+    /// Pairs each invocation with its completion (None if never completed:
+    /// treated as Unknown by checkers), in invocation order.
+    pub fn operations(&self) -> Vec<Operation> {
+        let mut operations: Vec<Operation> = Vec::new();
+        let mut position_of: BTreeMap<OpId, usize> = BTreeMap::new();
+        for (id, event) in self.events.iter().enumerate() {
+            match &event.kind {
+                EventKind::Invoke(op) => {
+                    position_of.insert(id, operations.len());
+                    operations.push(Operation {
+                        id,
+                        process: event.process,
+                        invoke_ns: event.time_ns,
+                        complete_ns: None,
+                        op: op.clone(),
+                        outcome: None,
+                    });
+                }
+                EventKind::Complete { op, outcome } => {
+                    // `complete` guarantees the invocation exists; a miss could only
+                    // come from a hand-assembled history, which we then skip.
+                    if let Some(operation) =
+                        position_of.get(op).and_then(|&at| operations.get_mut(at))
+                    {
+                        operation.complete_ns = Some(event.time_ns);
+                        operation.outcome = Some(outcome.clone());
+                    }
+                }
+                EventKind::Note(_) => {}
+            }
+        }
+        operations
+    }
+
+    /// A stable, line-per-event text rendering (e.g. "12345 p3 invoke append
+    /// [p3#7, p3#8]"), used to compare two runs byte for byte.
+    ///
+    /// Completions name no op id because a process has one invocation
+    /// outstanding, so a completion always ends that process's latest
+    /// invocation. Free text is quoted with Rust escapes so that a newline in
+    /// a reason cannot break the one-line-per-event shape.
+    pub fn render(&self) -> String {
+        self.to_string()
+    }
+
+    fn assert_time_moves_forward(&self, time_ns: u64) {
+        if let Some(last) = self.events.last() {
+            assert!(
+                time_ns >= last.time_ns,
+                "time went backwards: event at {time_ns} ns after one at {} ns",
+                last.time_ns
+            );
+        }
+    }
+}
+
+impl fmt::Display for History {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for event in &self.events {
+            write!(f, "{} p{} ", event.time_ns, event.process)?;
+            match &event.kind {
+                EventKind::Invoke(Op::Append { values }) => {
+                    write!(f, "invoke append [")?;
+                    write_separated(f, values.iter())?;
+                    writeln!(f, "]")?;
+                }
+                EventKind::Invoke(Op::Read { from }) => writeln!(f, "invoke read from={from}")?,
+                EventKind::Complete { outcome, .. } => match outcome {
+                    Outcome::Appended { base_offset } => {
+                        writeln!(f, "ok appended base_offset={base_offset}")?
+                    }
+                    Outcome::Read { records } => {
+                        write!(f, "ok read [")?;
+                        write_separated(
+                            f,
+                            records
+                                .iter()
+                                .map(|(offset, value)| format!("{offset}:{value}")),
+                        )?;
+                        writeln!(f, "]")?;
+                    }
+                    Outcome::Failed { reason } => writeln!(f, "fail {reason:?}")?,
+                    Outcome::Unknown { reason } => writeln!(f, "info {reason:?}")?,
+                },
+                EventKind::Note(text) => writeln!(f, "note {text:?}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+fn write_separated<T: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    items: impl Iterator<Item = T>,
+) -> fmt::Result {
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            write!(f, ", ")?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(process: u32, seq: u32) -> Value {
+        Value::new(process, seq)
+    }
+
+    #[test]
+    fn value_encoding_round_trips() {
+        let value = v(3, 7);
+        assert_eq!(value.0, (3u64 << 32) | 7);
+        assert_eq!(value.process(), 3);
+        assert_eq!(value.seq(), 7);
+        assert_eq!(value.to_string(), "p3#7");
+        let extreme = v(u32::MAX, u32::MAX);
+        assert_eq!(extreme.process(), u32::MAX);
+        assert_eq!(extreme.seq(), u32::MAX);
+    }
+
+    #[test]
+    fn operations_pair_invocations_with_completions() {
+        let mut h = History::new();
+        let a = h.invoke(
+            10,
+            1,
+            Op::Append {
+                values: vec![v(1, 0)],
+            },
+        );
+        let r = h.invoke(11, 2, Op::Read { from: 0 });
+        h.note(12, 0, "crash");
+        h.complete(13, a, Outcome::Appended { base_offset: 0 });
+        let never = h.invoke(
+            14,
+            1,
+            Op::Append {
+                values: vec![v(1, 1)],
+            },
+        );
+        let ops = h.operations();
+        assert_eq!(ops.len(), 3);
+        assert_eq!(ops[0].id, a);
+        assert_eq!(ops[0].complete_ns, Some(13));
+        assert_eq!(ops[0].outcome, Some(Outcome::Appended { base_offset: 0 }));
+        assert_eq!(ops[1].id, r);
+        assert_eq!(ops[1].process, 2);
+        assert_eq!(ops[1].outcome, None);
+        assert_eq!(ops[2].id, never);
+        assert_eq!(ops[2].invoke_ns, 14);
+        assert_eq!(h.events().len(), 5);
+    }
+
+    #[test]
+    fn render_is_one_line_per_event() {
+        let mut h = History::new();
+        let a = h.invoke(
+            12345,
+            3,
+            Op::Append {
+                values: vec![v(3, 7), v(3, 8)],
+            },
+        );
+        let r = h.invoke(12346, 4, Op::Read { from: 5 });
+        h.complete(12400, a, Outcome::Appended { base_offset: 5 });
+        h.complete(
+            12401,
+            r,
+            Outcome::Read {
+                records: vec![(5, v(3, 7)), (6, v(3, 8))],
+            },
+        );
+        let f = h.invoke(
+            12402,
+            3,
+            Op::Append {
+                values: vec![v(3, 9)],
+            },
+        );
+        h.complete(
+            12403,
+            f,
+            Outcome::Failed {
+                reason: "not leader".into(),
+            },
+        );
+        let u = h.invoke(
+            12404,
+            3,
+            Op::Append {
+                values: vec![v(3, 10)],
+            },
+        );
+        h.complete(
+            12405,
+            u,
+            Outcome::Unknown {
+                reason: "timeout".into(),
+            },
+        );
+        h.note(12406, 0, "crash\nnode 1");
+        let expected = "\
+12345 p3 invoke append [p3#7, p3#8]
+12346 p4 invoke read from=5
+12400 p3 ok appended base_offset=5
+12401 p4 ok read [5:p3#7, 6:p3#8]
+12402 p3 invoke append [p3#9]
+12403 p3 fail \"not leader\"
+12404 p3 invoke append [p3#10]
+12405 p3 info \"timeout\"
+12406 p0 note \"crash\\nnode 1\"
+";
+        assert_eq!(h.render(), expected);
+        assert_eq!(h.render().lines().count(), h.events().len());
+    }
+
+    #[test]
+    #[should_panic(expected = "time went backwards")]
+    fn time_going_backwards_panics() {
+        let mut h = History::new();
+        h.note(10, 0, "a");
+        h.invoke(9, 1, Op::Read { from: 0 });
+    }
+
+    #[test]
+    #[should_panic(expected = "still outstanding")]
+    fn second_outstanding_invocation_panics() {
+        let mut h = History::new();
+        h.invoke(1, 1, Op::Read { from: 0 });
+        h.invoke(2, 1, Op::Read { from: 0 });
+    }
+
+    #[test]
+    #[should_panic(expected = "not that process's outstanding invocation")]
+    fn completing_twice_panics() {
+        let mut h = History::new();
+        let r = h.invoke(1, 1, Op::Read { from: 0 });
+        h.complete(2, r, Outcome::Read { records: vec![] });
+        h.complete(3, r, Outcome::Read { records: vec![] });
+    }
+
+    #[test]
+    #[should_panic(expected = "only 0 events")]
+    fn completing_a_missing_op_panics() {
+        let mut h = History::new();
+        h.complete(1, 0, Outcome::Read { records: vec![] });
+    }
+
+    #[test]
+    #[should_panic(expected = "is not an invocation")]
+    fn completing_a_note_panics() {
+        let mut h = History::new();
+        h.note(1, 1, "hello");
+        h.complete(2, 0, Outcome::Read { records: vec![] });
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong kind")]
+    fn completing_with_the_wrong_kind_panics() {
+        let mut h = History::new();
+        let r = h.invoke(1, 1, Op::Read { from: 0 });
+        h.complete(2, r, Outcome::Appended { base_offset: 0 });
+    }
+
+    #[test]
+    #[should_panic(expected = "written twice")]
+    fn reusing_a_value_panics() {
+        let mut h = History::new();
+        let a = h.invoke(
+            1,
+            1,
+            Op::Append {
+                values: vec![v(1, 0)],
+            },
+        );
+        h.complete(
+            2,
+            a,
+            Outcome::Unknown {
+                reason: "timeout".into(),
+            },
+        );
+        h.invoke(
+            3,
+            1,
+            Op::Append {
+                values: vec![v(1, 0)],
+            },
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "empty append")]
+    fn empty_append_panics() {
+        let mut h = History::new();
+        h.invoke(1, 1, Op::Append { values: vec![] });
+    }
+
+    #[test]
+    fn identical_runs_compare_equal() {
+        let build = || {
+            let mut h = History::new();
+            let a = h.invoke(
+                1,
+                1,
+                Op::Append {
+                    values: vec![v(1, 0)],
+                },
+            );
+            h.complete(2, a, Outcome::Appended { base_offset: 0 });
+            h
+        };
+        assert_eq!(build(), build());
+        assert_eq!(build().render(), build().render());
+    }
+}

@@ -1,0 +1,9 @@
+//! Samsa: a Kafka-compatible streaming platform, tested by deterministic simulation.
+//!
+//! Module map and dependency direction are described in ARCHITECTURE.md. In short: [`rt`] is
+//! the only door to time, tasks, network, disk and randomness; [`protocol`] holds IO-free wire
+//! formats; [`log`] is the durable partition log built on `rt`'s disk.
+
+pub mod log;
+pub mod protocol;
+pub mod rt;

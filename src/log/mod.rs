@@ -1,0 +1,890 @@
+//! The partition log: an ordered, durable sequence of Kafka record batches on `rt`'s disk.
+//!
+//! A log is a directory of segments (see [`segment`]), a recovery-point checkpoint and, after a
+//! clean shutdown, a clean-shutdown marker. Appends assign offsets in place and store the bytes
+//! as received; reads return whole batches.
+//!
+//! Durability. Under [`FlushPolicy::SyncBeforeAck`] (the default) `append` returns only after
+//! its bytes and any new segment's directory entry are synced; concurrent appends share syncs
+//! (group commit: whoever holds the sync lock syncs everything written so far, and the appends
+//! waiting behind it usually find their data already durable). Under
+//! [`FlushPolicy::PageCache`] (Kafka's default) `append` returns once the bytes are in the page
+//! cache and syncs happen every `flush_messages` records or `flush_ms`.
+//!
+//! Invariants (asserted where they change):
+//! - `log_start_offset <= durable_end_offset <= log_end_offset`;
+//! - every byte below `durable_end_offset` is synced, and so is the name of every segment file
+//!   holding such bytes;
+//! - the checkpointed recovery point never exceeds `durable_end_offset` at the time it was
+//!   written, so recovery may trust every segment wholly below it;
+//! - once an IO error has been seen the log is offline: every later call fails until the log
+//!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate).
+
+mod index;
+mod recovery;
+pub mod segment;
+
+pub use recovery::RecoveryReport;
+
+use crate::protocol::record_batch::{self, BatchError};
+use crate::rt::clock::Clock;
+use crate::rt::disk::{join, Disk, File};
+use crate::rt::time;
+use bytes::{Bytes, BytesMut};
+use segment::Segment;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+/// Name of the recovery-point checkpoint file in a log directory.
+pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// Name of the marker a clean shutdown leaves in a log directory (Kafka's name).
+pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
+
+/// Segment sizes are bounded by the 32-bit positions of the offset index.
+pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
+/// Below this a segment could not hold a single batch header.
+pub const SEGMENT_BYTES_MIN: u64 = 1024;
+
+/// When the log syncs its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlushPolicy {
+    /// Sync before acknowledging an append (Samsa's default), with group commit.
+    SyncBeforeAck,
+    /// Acknowledge once written to the page cache; sync after `flush_messages` records or
+    /// `flush_ms` milliseconds (Kafka's `flush.messages` / `flush.ms`).
+    PageCache { flush_messages: u64, flush_ms: u64 },
+}
+
+/// Per-log settings, named after Kafka's topic configs.
+#[derive(Clone, Debug)]
+pub struct LogConfig {
+    /// `segment.bytes`: roll to a new segment before this size would be exceeded.
+    pub segment_bytes: u64,
+    /// `segment.ms`: roll a segment this long after its first append.
+    pub segment_ms: i64,
+    /// `index.interval.bytes`: bytes of log between two offset-index entries.
+    pub index_interval_bytes: u64,
+    /// `segment.index.bytes`: roll when the offset index reaches this size.
+    pub segment_index_bytes: u64,
+    pub flush: FlushPolicy,
+    /// Check every batch's CRC before serving it. On in simulation so corruption is never
+    /// served silently; production reads skip it like Kafka's (clients check CRCs).
+    pub verify_crc_on_read: bool,
+    /// `log.flush.offset.checkpoint.interval.ms`: how often the recovery point is written.
+    pub checkpoint_interval_ms: u64,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig {
+            segment_bytes: 1 << 30,
+            segment_ms: 7 * 24 * 60 * 60 * 1000,
+            index_interval_bytes: 4096,
+            segment_index_bytes: 10 << 20,
+            flush: FlushPolicy::SyncBeforeAck,
+            verify_crc_on_read: crate::rt::SIMULATION,
+            checkpoint_interval_ms: 60_000,
+        }
+    }
+}
+
+impl LogConfig {
+    /// Refuses settings the log cannot honour, naming the setting.
+    pub fn validate(&self) -> Result<(), LogError> {
+        let bad = |key: &str, why: String| Err(LogError::Config(format!("{key}: {why}")));
+        if !(SEGMENT_BYTES_MIN..=SEGMENT_BYTES_MAX).contains(&self.segment_bytes) {
+            return bad(
+                "segment.bytes",
+                format!(
+                    "{} is outside [{SEGMENT_BYTES_MIN}, {SEGMENT_BYTES_MAX}]",
+                    self.segment_bytes
+                ),
+            );
+        }
+        if self.segment_ms <= 0 {
+            return bad(
+                "segment.ms",
+                format!("{} must be positive", self.segment_ms),
+            );
+        }
+        if self.index_interval_bytes == 0 {
+            return bad("index.interval.bytes", "must be positive".into());
+        }
+        if self.segment_index_bytes < 8 {
+            return bad(
+                "segment.index.bytes",
+                format!("{} cannot hold one 8-byte entry", self.segment_index_bytes),
+            );
+        }
+        if let FlushPolicy::PageCache {
+            flush_messages,
+            flush_ms,
+        } = self.flush
+        {
+            if flush_messages == 0 || flush_ms == 0 {
+                return bad("flush.messages/flush.ms", "must be positive".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Errors of the log, each naming what failed.
+#[derive(Debug)]
+pub enum LogError {
+    Io {
+        op: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    InvalidBatch(BatchError),
+    /// An append larger than one segment can hold.
+    RecordsTooLarge {
+        bytes: usize,
+        max: u64,
+    },
+    OffsetOutOfRange {
+        offset: i64,
+        log_start_offset: i64,
+        log_end_offset: i64,
+    },
+    /// Data on disk failed a check; it is not served.
+    Corrupt {
+        segment: String,
+        position: u64,
+        reason: String,
+    },
+    /// An earlier IO error took the log offline; reopen it to recover.
+    Offline {
+        reason: String,
+    },
+    /// The log was truncated below an append while it waited for its sync.
+    Truncated {
+        offset: i64,
+    },
+    Config(String),
+}
+
+impl LogError {
+    pub fn io(op: &'static str, path: &str, source: std::io::Error) -> LogError {
+        LogError::Io {
+            op,
+            path: path.to_string(),
+            source,
+        }
+    }
+}
+
+impl std::fmt::Display for LogError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LogError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
+            LogError::InvalidBatch(e) => write!(f, "invalid record batch: {e}"),
+            LogError::RecordsTooLarge { bytes, max } => {
+                write!(f, "{bytes} bytes of records exceed the segment size {max}")
+            }
+            LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            } => write!(
+                f,
+                "offset {offset} is out of range [{log_start_offset}, {log_end_offset}]"
+            ),
+            LogError::Corrupt {
+                segment,
+                position,
+                reason,
+            } => write!(
+                f,
+                "corrupt data in {segment} at position {position}: {reason}"
+            ),
+            LogError::Offline { reason } => write!(f, "log is offline: {reason}"),
+            LogError::Truncated { offset } => {
+                write!(
+                    f,
+                    "log was truncated below offset {offset} before it was synced"
+                )
+            }
+            LogError::Config(why) => write!(f, "invalid log config: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// Where an append landed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AppendInfo {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub max_timestamp: i64,
+}
+
+/// Whole batches returned by a read.
+#[derive(Clone, Debug)]
+pub struct ReadResult {
+    /// Zero or more whole batches. The first may start below the requested offset (readers
+    /// skip records before it, as Kafka clients do).
+    pub records: Bytes,
+    /// One past the last offset returned (the requested offset if nothing was returned).
+    pub next_offset: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+#[derive(Debug)]
+struct State {
+    segments: BTreeMap<i64, Segment>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    durable_end_offset: i64,
+    /// Files written since their last sync, besides the active segment's log file, with the
+    /// sequence number at which they were added.
+    dirty: Vec<(u64, File)>,
+    dirty_seq: u64,
+    /// Sequence number of the last unsynced change to the directory's names (0: none).
+    dir_dirty_seq: u64,
+    offline: Option<String>,
+    /// Records appended since the last sync (page-cache mode).
+    unflushed_records: u64,
+    last_flush: time::Instant,
+    last_checkpoint: time::Instant,
+    rolled_since_checkpoint: bool,
+}
+
+impl State {
+    fn online(&self) -> Result<(), LogError> {
+        match &self.offline {
+            Some(reason) => Err(LogError::Offline {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn active(&self) -> &Segment {
+        self.segments
+            .values()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn active_mut(&mut self) -> &mut Segment {
+        self.segments
+            .values_mut()
+            .next_back()
+            .expect("a log always has an active segment")
+    }
+
+    fn check_invariants(&self) {
+        assert!(
+            self.log_start_offset <= self.durable_end_offset,
+            "log start above durable end"
+        );
+        assert!(
+            self.durable_end_offset <= self.log_end_offset,
+            "durable end above log end"
+        );
+        assert_eq!(
+            self.active().next_offset,
+            self.log_end_offset,
+            "active segment disagrees with log end"
+        );
+    }
+}
+
+/// A partition log. Share it behind an `Arc`; every method takes `&self`.
+#[derive(Debug)]
+pub struct Log {
+    disk: Disk,
+    dir: String,
+    config: LogConfig,
+    clock: Clock,
+    state: Mutex<State>,
+    /// Held by whoever is syncing; appends waiting for durability queue here (group commit).
+    sync_lock: Mutex<()>,
+    log_end_offset: AtomicI64,
+    durable_end_offset: AtomicI64,
+}
+
+impl Log {
+    /// Opens (recovering if needed) or creates the log in `dir`.
+    pub async fn open(
+        disk: Disk,
+        dir: &str,
+        config: LogConfig,
+        clock: Clock,
+    ) -> Result<(Arc<Log>, RecoveryReport), LogError> {
+        config.validate()?;
+        let (segments, report) = recovery::recover(&disk, dir, &config, &clock).await?;
+        let now = time::now();
+        let state = State {
+            log_start_offset: segments.values().next().map_or(0, |s| s.base_offset),
+            log_end_offset: report.log_end_offset,
+            durable_end_offset: report.log_end_offset,
+            segments,
+            dirty: Vec::new(),
+            dirty_seq: 0,
+            dir_dirty_seq: 0,
+            offline: None,
+            unflushed_records: 0,
+            last_flush: now,
+            last_checkpoint: now,
+            rolled_since_checkpoint: false,
+        };
+        state.check_invariants();
+        let log = Log {
+            disk,
+            dir: dir.to_string(),
+            config,
+            clock,
+            log_end_offset: AtomicI64::new(state.log_end_offset),
+            durable_end_offset: AtomicI64::new(state.durable_end_offset),
+            state: Mutex::new(state),
+            sync_lock: Mutex::new(()),
+        };
+        Ok((Arc::new(log), report))
+    }
+
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// One past the last offset written (LogEndOffset).
+    pub fn log_end_offset(&self) -> i64 {
+        self.log_end_offset.load(Ordering::Acquire)
+    }
+
+    /// One past the last offset known to be on disk.
+    pub fn durable_end_offset(&self) -> i64 {
+        self.durable_end_offset.load(Ordering::Acquire)
+    }
+
+    pub async fn log_start_offset(&self) -> i64 {
+        self.state.lock().await.log_start_offset
+    }
+
+    /// Number of segments (for tests and metrics).
+    pub async fn segment_count(&self) -> usize {
+        self.state.lock().await.segments.len()
+    }
+
+    /// Takes the log offline after an IO error and returns the error for the caller.
+    async fn go_offline(&self, err: LogError) -> LogError {
+        if let LogError::Io { .. } = err {
+            let mut state = self.state.lock().await;
+            if state.offline.is_none() {
+                tracing::error!(dir = %self.dir, error = %err, "log going offline after IO error");
+                state.offline = Some(err.to_string());
+            }
+        }
+        err
+    }
+
+    /// Appends one or more whole record batches, assigning their offsets. Returns once the
+    /// flush policy allows acknowledging them.
+    pub async fn append(&self, records: Bytes) -> Result<AppendInfo, LogError> {
+        // Validate before taking any lock: a bad batch never reaches the disk.
+        let mut headers = Vec::new();
+        for item in record_batch::batches(records.clone()) {
+            let (header, batch) = item.map_err(LogError::InvalidBatch)?;
+            record_batch::verify(&batch).map_err(LogError::InvalidBatch)?;
+            headers.push(header);
+        }
+        if headers.is_empty() {
+            return Err(LogError::InvalidBatch(BatchError::Truncated {
+                needed: record_batch::BATCH_HEADER_LEN,
+                available: records.len(),
+            }));
+        }
+        if records.len() as u64 > self.config.segment_bytes {
+            return Err(LogError::RecordsTooLarge {
+                bytes: records.len(),
+                max: self.config.segment_bytes,
+            });
+        }
+        let mut buf: BytesMut = records
+            .try_into_mut()
+            .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+        let result = self.append_locked(&mut buf, &mut headers).await;
+        let info = match result {
+            Ok(info) => info,
+            Err(e) => return Err(self.go_offline(e).await),
+        };
+        match self.config.flush {
+            FlushPolicy::SyncBeforeAck => self.flush_to(info.last_offset + 1).await?,
+            FlushPolicy::PageCache { flush_messages, .. } => {
+                let due = {
+                    let mut state = self.state.lock().await;
+                    let records: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
+                    state.unflushed_records += records;
+                    state.unflushed_records >= flush_messages
+                };
+                if due {
+                    self.flush_to(info.last_offset + 1).await?;
+                }
+            }
+        }
+        Ok(info)
+    }
+
+    async fn append_locked(
+        &self,
+        buf: &mut BytesMut,
+        headers: &mut [record_batch::BatchHeader],
+    ) -> Result<AppendInfo, LogError> {
+        let mut state = self.state.lock().await;
+        state.online()?;
+        let now_ms = self.clock.now_ms();
+        let total = buf.len() as u64;
+        let base_offset = state.log_end_offset;
+        let count: i64 = headers
+            .iter()
+            .map(|h| i64::from(h.last_offset_delta) + 1)
+            .sum();
+        if self.should_roll(state.active(), total, base_offset + count, now_ms) {
+            self.roll(&mut state, base_offset).await?;
+        }
+        // Assign offsets in place: the base offset is outside the CRC, so the batch stays
+        // valid and is stored exactly as received otherwise.
+        let mut next = base_offset;
+        let mut position = 0usize;
+        let mut max_timestamp = -1;
+        for header in headers.iter_mut() {
+            record_batch::set_base_offset(&mut buf[position..], next);
+            header.base_offset = next;
+            next = header.next_offset();
+            position += header.total_len();
+            max_timestamp = max_timestamp.max(header.max_timestamp);
+        }
+        let interval = self.config.index_interval_bytes;
+        let segment = state.active_mut();
+        let start = segment.size;
+        segment
+            .log
+            .write_at(start, buf)
+            .await
+            .map_err(|e| LogError::io("write", segment.log.path(), e))?;
+        segment.size += total;
+        segment.first_append_ms.get_or_insert(now_ms);
+        let mut batch_position = start;
+        for header in headers.iter() {
+            segment
+                .index_batch(header, batch_position, interval)
+                .await?;
+            batch_position += header.total_len() as u64;
+        }
+        segment.next_offset = next;
+        state.log_end_offset = next;
+        self.log_end_offset.store(next, Ordering::Release);
+        state.check_invariants();
+        Ok(AppendInfo {
+            base_offset,
+            last_offset: next - 1,
+            max_timestamp,
+        })
+    }
+
+    fn should_roll(&self, active: &Segment, bytes: u64, end_offset: i64, now_ms: i64) -> bool {
+        if active.size == 0 {
+            return false;
+        }
+        let full = active.size + bytes > self.config.segment_bytes;
+        let old = active
+            .first_append_ms
+            .is_some_and(|first| now_ms.saturating_sub(first) >= self.config.segment_ms);
+        let index_full = (active.index.len() as u64 + 1) * 8 > self.config.segment_index_bytes;
+        let offsets_overflow = end_offset - active.base_offset > i64::from(i32::MAX);
+        full || old || index_full || offsets_overflow
+    }
+
+    /// Starts a new active segment at `base_offset`. The old one's files join the dirty list
+    /// so the next sync covers them, and the directory must be synced before anything in the
+    /// new segment is acknowledged.
+    async fn roll(&self, state: &mut State, base_offset: i64) -> Result<(), LogError> {
+        let old = state.active();
+        let old_files = [
+            old.log.clone(),
+            old.index_file.clone(),
+            old.time_index_file.clone(),
+        ];
+        let segment = Segment::create(&self.disk, &self.dir, base_offset).await?;
+        tracing::debug!(dir = %self.dir, base_offset, "rolled to a new segment");
+        for file in old_files {
+            state.dirty_seq += 1;
+            let seq = state.dirty_seq;
+            state.dirty.push((seq, file));
+        }
+        state.dirty_seq += 1;
+        state.dir_dirty_seq = state.dirty_seq;
+        state.rolled_since_checkpoint = true;
+        state.segments.insert(base_offset, segment);
+        Ok(())
+    }
+
+    /// Makes everything written before this call durable if `durable_end_offset < target`.
+    pub async fn flush_to(&self, target: i64) -> Result<(), LogError> {
+        let _sync = self.sync_lock.lock().await;
+        let (end, seq, files, dir_dirty, checkpoint_due) = {
+            let state = self.state.lock().await;
+            state.online()?;
+            if state.durable_end_offset >= target {
+                return Ok(());
+            }
+            let mut files: Vec<File> = state.dirty.iter().map(|(_, f)| f.clone()).collect();
+            files.push(state.active().log.clone());
+            let due = state.rolled_since_checkpoint
+                || state.last_checkpoint.elapsed().as_millis()
+                    >= u128::from(self.config.checkpoint_interval_ms);
+            (
+                state.log_end_offset,
+                state.dirty_seq,
+                files,
+                state.dir_dirty_seq > 0,
+                due,
+            )
+        };
+        for file in &files {
+            if let Err(e) = file.sync().await {
+                return Err(self.go_offline(LogError::io("sync", file.path(), e)).await);
+            }
+        }
+        if dir_dirty {
+            if let Err(e) = self.disk.sync_dir(&self.dir).await {
+                return Err(self
+                    .go_offline(LogError::io("sync directory", &self.dir, e))
+                    .await);
+            }
+        }
+        {
+            let mut state = self.state.lock().await;
+            state.online()?;
+            state.dirty.retain(|(s, _)| *s > seq);
+            if state.dir_dirty_seq <= seq {
+                state.dir_dirty_seq = 0;
+            }
+            // A truncation while we synced may have lowered the log end below `end`.
+            let durable = end.min(state.log_end_offset).max(state.durable_end_offset);
+            assert!(
+                durable >= state.durable_end_offset,
+                "durable end moved backwards"
+            );
+            state.durable_end_offset = durable;
+            self.durable_end_offset.store(durable, Ordering::Release);
+            state.unflushed_records = 0;
+            state.last_flush = time::now();
+            state.check_invariants();
+            if durable < target {
+                return Err(LogError::Truncated { offset: target });
+            }
+        }
+        if checkpoint_due {
+            self.write_checkpoint(end).await?;
+        }
+        Ok(())
+    }
+
+    /// In page-cache mode, syncs when `flush_ms` has passed since the last sync. Owners call
+    /// this periodically.
+    pub async fn flush_if_due(&self) -> Result<(), LogError> {
+        let FlushPolicy::PageCache { flush_ms, .. } = self.config.flush else {
+            return Ok(());
+        };
+        let due = {
+            let state = self.state.lock().await;
+            state.durable_end_offset < state.log_end_offset
+                && state.last_flush.elapsed().as_millis() >= u128::from(flush_ms)
+        };
+        if due {
+            self.flush_to(self.log_end_offset()).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the recovery point durably. Callers hold the sync lock, so checkpoints are
+    /// written in order, and pass an offset that is durable.
+    async fn write_checkpoint(&self, recovery_point: i64) -> Result<(), LogError> {
+        assert!(
+            recovery_point <= self.durable_end_offset(),
+            "checkpoint above durable end"
+        );
+        let path = join(&self.dir, RECOVERY_POINT_FILE);
+        let text = recovery::encode_checkpoint(recovery_point);
+        if let Err(e) = self.disk.write_file_atomic(&path, text.as_bytes()).await {
+            return Err(self
+                .go_offline(LogError::io("write checkpoint", &path, e))
+                .await);
+        }
+        let mut state = self.state.lock().await;
+        state.last_checkpoint = time::now();
+        state.rolled_since_checkpoint = false;
+        Ok(())
+    }
+
+    /// Reads whole batches holding offsets from `offset` on, up to about `max_bytes` (but at
+    /// least one batch, KIP-74), never returning a batch that ends above `max_offset` (the
+    /// caller's high watermark). Reads come from one segment at a time.
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<ReadResult, LogError> {
+        let state = self.state.lock().await;
+        state.online()?;
+        let out_of_range = || LogError::OffsetOutOfRange {
+            offset,
+            log_start_offset: state.log_start_offset,
+            log_end_offset: state.log_end_offset,
+        };
+        if offset < state.log_start_offset || offset > state.log_end_offset {
+            return Err(out_of_range());
+        }
+        let bound = max_offset.min(state.log_end_offset);
+        let empty = ReadResult {
+            records: Bytes::new(),
+            next_offset: offset,
+            log_start_offset: state.log_start_offset,
+            log_end_offset: state.log_end_offset,
+        };
+        if offset >= bound {
+            return Ok(empty);
+        }
+        let Some((_, segment)) = state.segments.range(..=offset).next_back() else {
+            return Err(out_of_range());
+        };
+        // Find the batch holding `offset`, starting from the index's hint.
+        let mut position = u64::from(segment.index.lookup(segment.relative(offset)));
+        let first = loop {
+            if position >= segment.size {
+                return Err(segment.corrupt(
+                    position,
+                    format!("offset {offset} not found before the end of the segment"),
+                ));
+            }
+            let header = segment.read_header(position).await?;
+            if header.base_offset > offset {
+                return Err(segment.corrupt(
+                    position,
+                    format!(
+                        "index points past offset {offset} (batch at {})",
+                        header.base_offset
+                    ),
+                ));
+            }
+            if header.next_offset() > offset {
+                break header;
+            }
+            position += header.total_len() as u64;
+        };
+        if first.next_offset() > bound {
+            return Ok(empty);
+        }
+        // Extend over whole batches while they fit in max_bytes and stay below the bound.
+        let start = position;
+        let mut end = position + first.total_len() as u64;
+        let mut next_offset = first.next_offset();
+        while end < segment.size {
+            let header = segment.read_header(end).await?;
+            let len = header.total_len() as u64;
+            if header.next_offset() > bound || (end + len - start) as usize > max_bytes {
+                break;
+            }
+            end += len;
+            next_offset = header.next_offset();
+        }
+        let records = segment.read(start, (end - start) as usize).await?;
+        if self.config.verify_crc_on_read {
+            let mut at = start;
+            for item in record_batch::batches(records.clone()) {
+                let verified =
+                    item.and_then(|(_, batch)| record_batch::verify(&batch).map(|_| batch));
+                match verified {
+                    Ok(batch) => at += batch.len() as u64,
+                    Err(e) => {
+                        let err = segment.corrupt(at, e.to_string());
+                        tracing::error!(error = %err, "refusing to serve corrupt batch");
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        Ok(ReadResult {
+            records,
+            next_offset,
+            log_start_offset: state.log_start_offset,
+            log_end_offset: state.log_end_offset,
+        })
+    }
+
+    /// The base offset of the first batch whose max timestamp is >= `timestamp`, or `None` if
+    /// no batch is that late. (Record-level precision inside a batch comes with ListOffsets.)
+    pub async fn offset_for_timestamp(&self, timestamp: i64) -> Result<Option<i64>, LogError> {
+        let state = self.state.lock().await;
+        state.online()?;
+        for segment in state.segments.values() {
+            if segment.max_timestamp < timestamp {
+                continue;
+            }
+            let rel = segment.time_index.lookup(timestamp);
+            let mut position = u64::from(segment.index.lookup(rel));
+            while position < segment.size {
+                let header = segment.read_header(position).await?;
+                if header.max_timestamp >= timestamp {
+                    return Ok(Some(header.base_offset));
+                }
+                position += header.total_len() as u64;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Removes every batch at or above `offset`. If `offset` falls inside a batch the whole
+    /// batch goes, so the new log end may be below `offset`; it is returned.
+    pub async fn truncate_to(&self, offset: i64) -> Result<i64, LogError> {
+        let _sync = self.sync_lock.lock().await;
+        let result = self.truncate_locked(offset).await;
+        match result {
+            Ok(end) => Ok(end),
+            Err(e) => Err(self.go_offline(e).await),
+        }
+    }
+
+    async fn truncate_locked(&self, offset: i64) -> Result<i64, LogError> {
+        let state = self.state.lock().await;
+        state.online()?;
+        if offset >= state.log_end_offset {
+            return Ok(state.log_end_offset);
+        }
+        if offset < state.log_start_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: state.log_start_offset,
+                log_end_offset: state.log_end_offset,
+            });
+        }
+        // Find the cut: the start of the first batch whose last offset is >= offset.
+        let (&base, segment) = state
+            .segments
+            .range(..=offset)
+            .next_back()
+            .expect("offset is at or above the log start");
+        let mut position = u64::from(segment.index.lookup(segment.relative(offset)));
+        let mut new_end = segment.base_offset;
+        while position < segment.size {
+            let header = segment.read_header(position).await?;
+            if header.next_offset() > offset {
+                new_end = header.base_offset;
+                break;
+            }
+            position += header.total_len() as u64;
+        }
+        // Lower the recovery point first: a crash half-way must not trust the cut data.
+        let recovery_point = new_end.min(state.durable_end_offset);
+        drop(state);
+        let path = join(&self.dir, RECOVERY_POINT_FILE);
+        self.disk
+            .write_file_atomic(
+                &path,
+                recovery::encode_checkpoint(recovery_point).as_bytes(),
+            )
+            .await
+            .map_err(|e| LogError::io("write checkpoint", &path, e))?;
+        let mut state = self.state.lock().await;
+        let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
+        for b in doomed {
+            if let Some(seg) = state.segments.remove(&b) {
+                for file in [&seg.log, &seg.index_file, &seg.time_index_file] {
+                    self.disk
+                        .remove(file.path())
+                        .await
+                        .map_err(|e| LogError::io("remove", file.path(), e))?;
+                }
+            }
+        }
+        let segment = state
+            .segments
+            .get_mut(&base)
+            .expect("the segment holding the cut exists");
+        segment
+            .log
+            .set_len(position)
+            .await
+            .map_err(|e| LogError::io("truncate", segment.log.path(), e))?;
+        segment.size = position;
+        segment.next_offset = new_end;
+        segment.index.truncate_to_position(position);
+        let rel = segment.relative(new_end);
+        segment.time_index.truncate_to_offset(rel);
+        segment.write_indexes().await?;
+        segment
+            .log
+            .sync()
+            .await
+            .map_err(|e| LogError::io("sync", segment.log.path(), e))?;
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(|e| LogError::io("sync directory", &self.dir, e))?;
+        let st = &mut *state;
+        st.dirty.retain(|(_, f)| state_has(&st.segments, f));
+        state.log_end_offset = new_end;
+        state.durable_end_offset = state.durable_end_offset.min(new_end);
+        self.log_end_offset.store(new_end, Ordering::Release);
+        self.durable_end_offset
+            .store(state.durable_end_offset, Ordering::Release);
+        state.check_invariants();
+        Ok(new_end)
+    }
+
+    /// Syncs everything, checkpoints the log end as the recovery point and leaves the
+    /// clean-shutdown marker, so the next open skips the recovery scan. The log is offline
+    /// afterwards.
+    pub async fn close(&self) -> Result<(), LogError> {
+        self.flush_to(self.log_end_offset()).await?;
+        let _sync = self.sync_lock.lock().await;
+        let mut state = self.state.lock().await;
+        state.online()?;
+        let end = state.log_end_offset;
+        let active = state.active();
+        for file in [&active.index_file, &active.time_index_file] {
+            file.sync()
+                .await
+                .map_err(|e| LogError::io("sync", file.path(), e))?;
+        }
+        for (_, file) in &state.dirty {
+            file.sync()
+                .await
+                .map_err(|e| LogError::io("sync", file.path(), e))?;
+        }
+        state.dirty.clear();
+        let checkpoint = join(&self.dir, RECOVERY_POINT_FILE);
+        self.disk
+            .write_file_atomic(&checkpoint, recovery::encode_checkpoint(end).as_bytes())
+            .await
+            .map_err(|e| LogError::io("write checkpoint", &checkpoint, e))?;
+        let marker = join(&self.dir, CLEAN_SHUTDOWN_FILE);
+        self.disk
+            .write_file_atomic(&marker, b"")
+            .await
+            .map_err(|e| LogError::io("write clean shutdown marker", &marker, e))?;
+        state.offline = Some("closed".to_string());
+        Ok(())
+    }
+}
+
+/// Whether a dirty file still belongs to a live segment (after a truncation removed some).
+fn state_has(segments: &BTreeMap<i64, Segment>, file: &File) -> bool {
+    segments.values().any(|s| {
+        s.log.path() == file.path()
+            || s.index_file.path() == file.path()
+            || s.time_index_file.path() == file.path()
+    })
+}

@@ -1,0 +1,285 @@
+//! Opening a log: finding its segments, trusting what the recovery point says is synced,
+//! scanning the rest, and truncating at the first batch that fails a check.
+//!
+//! Recovery point checkpoint format (`recovery-point-offset-checkpoint`, text): the version
+//! line `0`, then the recovery point offset on its own line. Everything below it was synced
+//! when it was written. A missing or unreadable checkpoint means "scan everything".
+//!
+//! Rules:
+//! - Without a clean-shutdown marker, the segment holding the recovery point and every later
+//!   one are scanned: each batch's length, offsets (contiguous) and CRC-32C are checked and
+//!   the log is truncated at the first failure; later segments are deleted.
+//! - Segments wholly below the recovery point are trusted: their indexes are loaded (rebuilt if
+//!   missing or inconsistent) and only the tail after the last index entry is walked.
+//! - After a scan everything is synced and the recovery point moves to the log end, so the
+//!   recovered data is durable before anything new is acknowledged.
+//! - The clean-shutdown marker is removed (durably) before the log accepts appends.
+
+use super::segment::{parse_log_name, Segment};
+use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE};
+use crate::rt::clock::Clock;
+use crate::rt::disk::{join, Disk};
+use std::collections::BTreeMap;
+
+/// What recovery found and did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    pub clean_shutdown: bool,
+    pub recovery_point: i64,
+    pub segments: usize,
+    pub segments_scanned: usize,
+    pub batches_scanned: u64,
+    pub indexes_rebuilt: usize,
+    /// Where recovery cut the log, if it did: the offset that is now the log end, the segment,
+    /// the byte position and why.
+    pub truncated: Option<Truncation>,
+    /// Segments deleted because they came after a cut or a gap in the offsets.
+    pub segments_removed: usize,
+    pub log_end_offset: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    pub offset: i64,
+    pub segment: String,
+    pub position: u64,
+    pub bytes_removed: u64,
+    pub reason: String,
+}
+
+pub fn encode_checkpoint(recovery_point: i64) -> String {
+    format!("0\n{recovery_point}\n")
+}
+
+/// Parses a checkpoint file; `Err` says why it cannot be used.
+pub fn decode_checkpoint(bytes: &[u8]) -> Result<i64, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
+    let mut lines = text.lines();
+    match lines.next() {
+        Some("0") => {}
+        Some(other) => return Err(format!("unknown version {other:?}")),
+        None => return Err("empty".to_string()),
+    }
+    let offset = lines
+        .next()
+        .ok_or("missing the offset line")?
+        .trim()
+        .parse::<i64>()
+        .map_err(|e| format!("bad offset: {e}"))?;
+    if offset < 0 {
+        return Err(format!("negative offset {offset}"));
+    }
+    Ok(offset)
+}
+
+pub(super) async fn recover(
+    disk: &Disk,
+    dir: &str,
+    config: &LogConfig,
+    _clock: &Clock,
+) -> Result<(BTreeMap<i64, Segment>, RecoveryReport), LogError> {
+    let io = |op: &'static str, path: &str| {
+        let path = path.to_string();
+        move |e| LogError::io(op, &path, e)
+    };
+    disk.create_dir_all(dir)
+        .await
+        .map_err(io("create directory", dir))?;
+    let parent = dir.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+    disk.sync_dir(parent)
+        .await
+        .map_err(io("sync directory", parent))?;
+    let names = disk.list(dir).await.map_err(io("list", dir))?;
+    let mut report = RecoveryReport {
+        clean_shutdown: names.iter().any(|n| n == CLEAN_SHUTDOWN_FILE),
+        ..RecoveryReport::default()
+    };
+    for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+        let path = join(dir, name);
+        disk.remove(&path).await.map_err(io("remove", &path))?;
+    }
+    let checkpoint_path = join(dir, RECOVERY_POINT_FILE);
+    report.recovery_point = if names.iter().any(|n| n == RECOVERY_POINT_FILE) {
+        let bytes = disk
+            .read_file(&checkpoint_path)
+            .await
+            .map_err(io("read checkpoint", &checkpoint_path))?;
+        match decode_checkpoint(&bytes) {
+            Ok(offset) => offset,
+            Err(why) => {
+                tracing::warn!(path = %checkpoint_path, why, "ignoring unusable recovery point; scanning the whole log");
+                0
+            }
+        }
+    } else {
+        0
+    };
+    let bases: Vec<i64> = names.iter().filter_map(|n| parse_log_name(n)).collect();
+    let mut segments = BTreeMap::new();
+    if bases.is_empty() {
+        let segment = Segment::create(disk, dir, 0).await?;
+        segments.insert(0, segment);
+        disk.sync_dir(dir)
+            .await
+            .map_err(io("sync directory", dir))?;
+        report.segments = 1;
+        return Ok((segments, report));
+    }
+    // The first segment to scan: the one holding the recovery point (none after a clean
+    // shutdown, where only the tail of each segment is walked).
+    let scan_from = if report.clean_shutdown {
+        i64::MAX
+    } else {
+        bases
+            .iter()
+            .copied()
+            .rfind(|b| *b <= report.recovery_point)
+            .unwrap_or(bases[0])
+    };
+    let interval = config.index_interval_bytes;
+    let mut expected_base: Option<i64> = None;
+    let mut cut = false;
+    let mut scanned_any = false;
+    for &base in &bases {
+        if cut {
+            remove_segment(disk, dir, base).await?;
+            report.segments_removed += 1;
+            continue;
+        }
+        if let Some(expected) = expected_base {
+            if base != expected {
+                tracing::warn!(
+                    dir,
+                    base,
+                    expected,
+                    "segment does not continue the log; removing it and every later one"
+                );
+                remove_segment(disk, dir, base).await?;
+                report.segments_removed += 1;
+                cut = true;
+                report.truncated.get_or_insert(Truncation {
+                    offset: expected,
+                    segment: Segment::path(dir, base, ".log"),
+                    position: 0,
+                    bytes_removed: 0,
+                    reason: format!("segment base {base} does not continue the log at {expected}"),
+                });
+                continue;
+            }
+        }
+        let mut segment = Segment::open_files(disk, dir, base).await?;
+        let mut full_scan = base >= scan_from;
+        if !full_scan {
+            let trusted = match segment.load_indexes().await {
+                Ok(()) => segment.load_tail().await,
+                Err(why) => Err(why),
+            };
+            if let Err(why) = trusted {
+                tracing::warn!(dir, base, why, "rebuilding the segment's indexes");
+                report.indexes_rebuilt += 1;
+                segment = Segment::open_files(disk, dir, base).await?;
+                full_scan = true;
+            }
+        }
+        if full_scan {
+            scanned_any = true;
+            report.segments_scanned += 1;
+            let file_len = segment.size;
+            let outcome = segment.scan(0, true, interval).await?;
+            report.batches_scanned += outcome.batches;
+            if let Some((position, reason)) = outcome.invalid_at {
+                tracing::warn!(
+                    segment = %segment.log.path(), position, offset = segment.next_offset, reason,
+                    "truncating the log at the first invalid batch"
+                );
+                segment
+                    .log
+                    .set_len(position)
+                    .await
+                    .map_err(io("truncate", segment.log.path()))?;
+                report.truncated = Some(Truncation {
+                    offset: segment.next_offset,
+                    segment: segment.log.path().to_string(),
+                    position,
+                    bytes_removed: file_len - position,
+                    reason,
+                });
+                cut = true;
+            }
+            segment.write_indexes().await?;
+        }
+        expected_base = Some(segment.next_offset);
+        segments.insert(base, segment);
+    }
+    if scanned_any || report.segments_removed > 0 {
+        // Make what recovery kept durable before anything new is acknowledged on top of it.
+        for segment in segments.values() {
+            for file in [&segment.log, &segment.index_file, &segment.time_index_file] {
+                file.sync().await.map_err(io("sync", file.path()))?;
+            }
+        }
+        disk.sync_dir(dir)
+            .await
+            .map_err(io("sync directory", dir))?;
+    }
+    let end = segments.values().next_back().map_or(0, |s| s.next_offset);
+    if end < report.recovery_point && report.truncated.is_none() {
+        tracing::warn!(
+            dir,
+            end,
+            recovery_point = report.recovery_point,
+            "log ends below its recovery point"
+        );
+    }
+    let text = encode_checkpoint(end);
+    disk.write_file_atomic(&checkpoint_path, text.as_bytes())
+        .await
+        .map_err(io("write checkpoint", &checkpoint_path))?;
+    if report.clean_shutdown {
+        let marker = join(dir, CLEAN_SHUTDOWN_FILE);
+        disk.remove(&marker).await.map_err(io("remove", &marker))?;
+        disk.sync_dir(dir)
+            .await
+            .map_err(io("sync directory", dir))?;
+    }
+    report.segments = segments.len();
+    report.log_end_offset = end;
+    Ok((segments, report))
+}
+
+async fn remove_segment(disk: &Disk, dir: &str, base: i64) -> Result<(), LogError> {
+    for suffix in [".log", ".index", ".timeindex"] {
+        let path = Segment::path(dir, base, suffix);
+        if disk
+            .exists(&path)
+            .await
+            .map_err(|e| LogError::io("stat", &path, e))?
+        {
+            disk.remove(&path)
+                .await
+                .map_err(|e| LogError::io("remove", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoint_round_trips_and_rejects_garbage() {
+        assert_eq!(decode_checkpoint(encode_checkpoint(42).as_bytes()), Ok(42));
+        assert!(decode_checkpoint(b"").is_err());
+        assert!(decode_checkpoint(b"1\n5\n")
+            .unwrap_err()
+            .contains("version"));
+        assert!(decode_checkpoint(b"0\nxyz\n")
+            .unwrap_err()
+            .contains("bad offset"));
+        assert!(decode_checkpoint(b"0\n-3\n")
+            .unwrap_err()
+            .contains("negative"));
+        assert!(decode_checkpoint(&[0xff, 0xfe]).is_err());
+    }
+}

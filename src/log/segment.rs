@@ -1,0 +1,408 @@
+//! One segment of a partition log: a `.log` file of record batches plus its two indexes.
+//!
+//! File names are Kafka's: the segment's base offset as 20 decimal digits, then `.log`,
+//! `.index` or `.timeindex`. The `.log` file is the concatenation of whole magic-v2 record
+//! batches exactly as received, with base offsets assigned.
+//!
+//! Invariants: batches in a segment have strictly increasing, contiguous offsets starting at
+//! `base_offset` (`next_offset` is one past the last); `size` is the byte length of the whole
+//! batches in the file; every index entry points at the start of a batch in `[0, size)`.
+
+use super::index::{OffsetEntry, OffsetIndex, TimeEntry, TimeIndex};
+use super::LogError;
+use crate::protocol::record_batch::{self, BatchHeader, BATCH_HEADER_LEN};
+use crate::rt::disk::{join, Disk, File, OpenMode};
+use bytes::Bytes;
+
+/// Kafka's segment file name for a base offset and suffix.
+pub fn file_name(base_offset: i64, suffix: &str) -> String {
+    format!("{base_offset:020}{suffix}")
+}
+
+/// Parses `00000000000000000042.log` into 42; `None` for any other name.
+pub fn parse_log_name(name: &str) -> Option<i64> {
+    let digits = name.strip_suffix(".log")?;
+    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Index files larger than this cannot be ours (the log rolls segments long before); such a
+/// file is refused and rebuilt instead of read into memory.
+pub const INDEX_FILE_BYTES_MAX: u64 = 64 << 20;
+
+/// Reads a whole (small) file, refusing one larger than `max` bytes.
+async fn read_whole(file: &File, max: u64) -> Result<Bytes, String> {
+    let len = file
+        .len()
+        .await
+        .map_err(|e| format!("{}: {e}", file.path()))?;
+    if len > max {
+        return Err(format!(
+            "{}: {len} bytes is larger than the {max} allowed",
+            file.path()
+        ));
+    }
+    file.read_at(0, len as usize)
+        .await
+        .map_err(|e| format!("reading {}: {e}", file.path()))
+}
+
+#[derive(Debug)]
+pub struct Segment {
+    pub base_offset: i64,
+    pub next_offset: i64,
+    pub size: u64,
+    pub log: File,
+    pub index_file: File,
+    pub time_index_file: File,
+    pub index: OffsetIndex,
+    pub time_index: TimeIndex,
+    /// Bytes of the index files written so far (they are append-only between rebuilds).
+    pub index_bytes: u64,
+    pub time_index_bytes: u64,
+    pub bytes_since_index: u64,
+    pub max_timestamp: i64,
+    /// Wall-clock time of the segment's first append, for roll by time.
+    pub first_append_ms: Option<i64>,
+}
+
+/// What a scan of a segment found.
+#[derive(Debug, Default)]
+pub struct ScanOutcome {
+    pub batches: u64,
+    /// Set when the scan stopped before the end of the file: (position, reason).
+    pub invalid_at: Option<(u64, String)>,
+}
+
+impl Segment {
+    pub fn path(dir: &str, base_offset: i64, suffix: &str) -> String {
+        join(dir, &file_name(base_offset, suffix))
+    }
+
+    /// Creates an empty segment, replacing any stale files of the same name.
+    pub async fn create(disk: &Disk, dir: &str, base_offset: i64) -> Result<Segment, LogError> {
+        let open = |suffix: &'static str| {
+            let path = Segment::path(dir, base_offset, suffix);
+            async move {
+                disk.open(&path, OpenMode::Truncate)
+                    .await
+                    .map_err(|e| LogError::io("create segment", &path, e))
+            }
+        };
+        Ok(Segment {
+            base_offset,
+            next_offset: base_offset,
+            size: 0,
+            log: open(".log").await?,
+            index_file: open(".index").await?,
+            time_index_file: open(".timeindex").await?,
+            index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            index_bytes: 0,
+            time_index_bytes: 0,
+            bytes_since_index: 0,
+            max_timestamp: -1,
+            first_append_ms: None,
+        })
+    }
+
+    /// Opens an existing segment's files without reading them (see recovery).
+    pub async fn open_files(disk: &Disk, dir: &str, base_offset: i64) -> Result<Segment, LogError> {
+        let log_path = Segment::path(dir, base_offset, ".log");
+        let log = disk
+            .open(&log_path, OpenMode::Existing)
+            .await
+            .map_err(|e| LogError::io("open segment", &log_path, e))?;
+        let size = log
+            .len()
+            .await
+            .map_err(|e| LogError::io("stat segment", &log_path, e))?;
+        let open = |suffix: &'static str| {
+            let path = Segment::path(dir, base_offset, suffix);
+            async move {
+                disk.open(&path, OpenMode::Create)
+                    .await
+                    .map_err(|e| LogError::io("open index", &path, e))
+            }
+        };
+        Ok(Segment {
+            base_offset,
+            next_offset: base_offset,
+            size,
+            log,
+            index_file: open(".index").await?,
+            time_index_file: open(".timeindex").await?,
+            index: OffsetIndex::default(),
+            time_index: TimeIndex::default(),
+            index_bytes: 0,
+            time_index_bytes: 0,
+            bytes_since_index: 0,
+            max_timestamp: -1,
+            first_append_ms: None,
+        })
+    }
+
+    pub fn relative(&self, offset: i64) -> u32 {
+        let rel = offset - self.base_offset;
+        assert!(
+            rel >= 0,
+            "offset {offset} below segment base {}",
+            self.base_offset
+        );
+        u32::try_from(rel).unwrap_or(u32::MAX)
+    }
+
+    /// Reads and parses the batch header at `position`.
+    pub async fn read_header(&self, position: u64) -> Result<BatchHeader, LogError> {
+        let bytes = self
+            .log
+            .read_at(position, BATCH_HEADER_LEN)
+            .await
+            .map_err(|e| LogError::io("read", self.log.path(), e))?;
+        let header =
+            BatchHeader::parse(&bytes).map_err(|e| self.corrupt(position, e.to_string()))?;
+        if position + header.total_len() as u64 > self.size {
+            return Err(self.corrupt(
+                position,
+                format!(
+                    "batch of {} bytes runs past the end of the segment",
+                    header.total_len()
+                ),
+            ));
+        }
+        Ok(header)
+    }
+
+    pub fn corrupt(&self, position: u64, reason: String) -> LogError {
+        LogError::Corrupt {
+            segment: self.log.path().to_string(),
+            position,
+            reason,
+        }
+    }
+
+    /// Records a batch appended at `position` in the in-memory indexes and appends any new
+    /// index entries to the index files (unsynced: recovery rebuilds what it cannot trust).
+    pub async fn index_batch(
+        &mut self,
+        header: &BatchHeader,
+        position: u64,
+        index_interval_bytes: u64,
+    ) -> Result<(), LogError> {
+        let (offset_entry, time_entry) = self.note_batch(header, position, index_interval_bytes);
+        if let Some(entry) = time_entry {
+            let bytes = entry.encode();
+            self.time_index_file
+                .write_at(self.time_index_bytes, &bytes)
+                .await
+                .map_err(|e| LogError::io("write", self.time_index_file.path(), e))?;
+            self.time_index_bytes += bytes.len() as u64;
+        }
+        if let Some(entry) = offset_entry {
+            let bytes = entry.encode();
+            self.index_file
+                .write_at(self.index_bytes, &bytes)
+                .await
+                .map_err(|e| LogError::io("write", self.index_file.path(), e))?;
+            self.index_bytes += bytes.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Walks the batches from `position` to the end of the file, rebuilding the in-memory
+    /// indexes for them. With `verify`, each batch's CRC is checked too. Stops at the first
+    /// batch that is incomplete, invalid, or does not continue the offsets; the caller decides
+    /// whether to truncate there.
+    pub async fn scan(
+        &mut self,
+        mut position: u64,
+        verify: bool,
+        index_interval_bytes: u64,
+    ) -> Result<ScanOutcome, LogError> {
+        let mut outcome = ScanOutcome::default();
+        let file_len = self.size;
+        while position < file_len {
+            let header_bytes = self
+                .log
+                .read_at(position, BATCH_HEADER_LEN)
+                .await
+                .map_err(|e| LogError::io("read", self.log.path(), e))?;
+            let header = match BatchHeader::parse(&header_bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    outcome.invalid_at = Some((position, e.to_string()));
+                    break;
+                }
+            };
+            let len = header.total_len() as u64;
+            if position + len > file_len {
+                outcome.invalid_at = Some((
+                    position,
+                    format!("batch of {len} bytes is cut off at the end of the file"),
+                ));
+                break;
+            }
+            if header.base_offset != self.next_offset {
+                outcome.invalid_at = Some((
+                    position,
+                    format!(
+                        "batch base offset {} does not continue the log at {}",
+                        header.base_offset, self.next_offset
+                    ),
+                ));
+                break;
+            }
+            if verify {
+                let batch = self
+                    .log
+                    .read_at(position, header.total_len())
+                    .await
+                    .map_err(|e| LogError::io("read", self.log.path(), e))?;
+                if let Err(e) = record_batch::verify(&batch) {
+                    outcome.invalid_at = Some((position, e.to_string()));
+                    break;
+                }
+            }
+            self.note_batch(&header, position, index_interval_bytes);
+            self.next_offset = header.next_offset();
+            position += len;
+            outcome.batches += 1;
+        }
+        self.size = position.min(file_len);
+        Ok(outcome)
+    }
+
+    /// Adds a batch appended at `position` to the in-memory indexes and returns the entries
+    /// it added, so the append path can write them to the index files.
+    fn note_batch(
+        &mut self,
+        header: &BatchHeader,
+        position: u64,
+        interval: u64,
+    ) -> (Option<OffsetEntry>, Option<TimeEntry>) {
+        let len = header.total_len() as u64;
+        let rel = self.relative(header.base_offset);
+        let due = self.bytes_since_index + len >= interval;
+        let mut added = (None, None);
+        if header.max_timestamp > self.max_timestamp {
+            self.max_timestamp = header.max_timestamp;
+            if due
+                && self
+                    .time_index
+                    .last()
+                    .is_none_or(|e| header.max_timestamp > e.timestamp)
+            {
+                let entry = TimeEntry {
+                    timestamp: header.max_timestamp,
+                    relative_offset: rel,
+                };
+                self.time_index.push(entry);
+                added.1 = Some(entry);
+            }
+        }
+        // Position 0 needs no entry: a lookup that finds nothing starts at 0 anyway.
+        if due && position > 0 {
+            let entry = OffsetEntry {
+                relative_offset: rel,
+                position: u32::try_from(position).unwrap_or(u32::MAX),
+            };
+            self.index.push(entry);
+            added.0 = Some(entry);
+            self.bytes_since_index = 0;
+        } else {
+            self.bytes_since_index += len;
+        }
+        added
+    }
+
+    /// Rewrites both index files from the in-memory indexes.
+    pub async fn write_indexes(&mut self) -> Result<(), LogError> {
+        let index = self.index.encode_all();
+        let time_index = self.time_index.encode_all();
+        for (file, bytes) in [
+            (&self.index_file, &index),
+            (&self.time_index_file, &time_index),
+        ] {
+            file.set_len(0)
+                .await
+                .map_err(|e| LogError::io("truncate", file.path(), e))?;
+            file.write_at(0, bytes)
+                .await
+                .map_err(|e| LogError::io("write", file.path(), e))?;
+        }
+        self.index_bytes = index.len() as u64;
+        self.time_index_bytes = time_index.len() as u64;
+        Ok(())
+    }
+
+    /// Loads the index files and checks them against the log file; `Err` names why they cannot
+    /// be trusted.
+    pub async fn load_indexes(&mut self) -> Result<(), String> {
+        let index_bytes = read_whole(&self.index_file, INDEX_FILE_BYTES_MAX).await?;
+        let time_bytes = read_whole(&self.time_index_file, INDEX_FILE_BYTES_MAX).await?;
+        let index = OffsetIndex::decode(&index_bytes, self.size)
+            .map_err(|e| format!("{}: {e}", self.index_file.path()))?;
+        let time_index = TimeIndex::decode(&time_bytes, u32::MAX)
+            .map_err(|e| format!("{}: {e}", self.time_index_file.path()))?;
+        self.index = index;
+        self.time_index = time_index;
+        self.index_bytes = index_bytes.len() as u64;
+        self.time_index_bytes = time_bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Sets `next_offset`, `max_timestamp` and the index bookkeeping by walking the batch
+    /// headers after the last index entry (cheap: at most about one index interval). Any
+    /// inconsistency is returned as the reason the segment needs a full scan.
+    pub async fn load_tail(&mut self) -> Result<(), String> {
+        let (mut position, mut next) = match self.index.last() {
+            Some(e) => (
+                u64::from(e.position),
+                self.base_offset + i64::from(e.relative_offset),
+            ),
+            None => (0, self.base_offset),
+        };
+        if let Some(t) = self.time_index.last() {
+            self.max_timestamp = t.timestamp;
+        }
+        let mut since_index = 0;
+        while position < self.size {
+            let header = self
+                .read_header(position)
+                .await
+                .map_err(|e| e.to_string())?;
+            if header.base_offset != next {
+                return Err(format!(
+                    "{}: batch at position {position} has base offset {} where {next} was expected",
+                    self.log.path(),
+                    header.base_offset
+                ));
+            }
+            self.max_timestamp = self.max_timestamp.max(header.max_timestamp);
+            next = header.next_offset();
+            since_index += header.total_len() as u64;
+            position += header.total_len() as u64;
+        }
+        self.next_offset = next;
+        self.bytes_since_index = since_index;
+        Ok(())
+    }
+
+    /// Reads `len` bytes at `position`.
+    pub async fn read(&self, position: u64, len: usize) -> Result<Bytes, LogError> {
+        let bytes = self
+            .log
+            .read_at(position, len)
+            .await
+            .map_err(|e| LogError::io("read", self.log.path(), e))?;
+        if bytes.len() != len {
+            return Err(self.corrupt(
+                position,
+                format!("short read: {} of {len} bytes", bytes.len()),
+            ));
+        }
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,247 @@
+//! The disk: directories and files addressed by relative, `/`-separated paths under one root.
+//!
+//! Two implementations behind one API:
+//! - [`Disk::real`]: files under a host directory, positional `pread`/`pwrite`, `fdatasync`
+//!   for [`File::sync`] and an `fsync` of the directory for [`Disk::sync_dir`].
+//! - [`Disk::mem`]: a [`MemDisk`] kept by the simulation harness outside the node, so it
+//!   survives kill/restart. It tracks what was written and what was synced, and on
+//!   [`MemDisk::crash`] keeps only what the chosen [`CrashMode`] allows.
+//!
+//! Durability contract (both implementations; the log relies on exactly this):
+//! - data written to a file is durable once [`File::sync`] on that file returns `Ok`;
+//! - a file's creation, rename or removal is durable once [`Disk::sync_dir`] of its parent
+//!   directory returns `Ok`;
+//! - after a failed sync nothing about the unsynced data is known: callers must treat the
+//!   file as lost beyond its last successful sync (the log goes offline).
+
+mod mem;
+mod real;
+
+pub use mem::{CrashMode, CrashReport, DiskStats, MemDisk, SECTOR_BYTES};
+
+use bytes::Bytes;
+use std::io;
+use std::path::PathBuf;
+
+/// How [`Disk::open`] treats a missing or existing file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpenMode {
+    /// The file must exist.
+    Existing,
+    /// Create the file if it is missing; keep its contents if it exists.
+    Create,
+    /// Create the file, emptying it if it exists.
+    Truncate,
+}
+
+#[derive(Clone, Debug)]
+enum DiskKind {
+    Real(real::RealDisk),
+    Mem(MemDisk),
+}
+
+/// A handle to one disk (a root directory). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Disk {
+    kind: DiskKind,
+}
+
+#[derive(Clone, Debug)]
+enum FileKind {
+    Real(real::RealFile),
+    Mem(mem::MemFile),
+}
+
+/// An open file, readable and writable at any position. Cheap to clone; clones share the
+/// underlying file.
+#[derive(Clone, Debug)]
+pub struct File {
+    kind: FileKind,
+    path: String,
+}
+
+/// Rejects paths that could escape the disk's root or name nothing.
+pub(crate) fn check_path(path: &str) -> io::Result<()> {
+    let valid = !path.starts_with('/')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+    if path.is_empty() || valid {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "invalid disk path {path:?}: must be relative, '/'-separated, without '.' or '..'"
+            ),
+        ))
+    }
+}
+
+/// The parent directory of a path ("" for the root).
+pub(crate) fn parent_of(path: &str) -> &str {
+    path.rsplit_once('/').map(|(dir, _)| dir).unwrap_or("")
+}
+
+/// Joins a directory and a name.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+impl Disk {
+    /// A disk rooted at a host directory, created if missing.
+    pub fn real(root: impl Into<PathBuf>) -> io::Result<Disk> {
+        Ok(Disk {
+            kind: DiskKind::Real(real::RealDisk::new(root.into())?),
+        })
+    }
+
+    /// A simulated disk. The caller keeps a clone of `mem` to crash it and inspect it.
+    pub fn mem(mem: MemDisk) -> Disk {
+        Disk {
+            kind: DiskKind::Mem(mem),
+        }
+    }
+
+    /// Creates a directory and its missing parents.
+    pub async fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        check_path(dir)?;
+        match &self.kind {
+            DiskKind::Real(d) => d.create_dir_all(dir),
+            DiskKind::Mem(d) => d.create_dir_all(dir),
+        }
+    }
+
+    pub async fn open(&self, path: &str, mode: OpenMode) -> io::Result<File> {
+        check_path(path)?;
+        let kind = match &self.kind {
+            DiskKind::Real(d) => FileKind::Real(d.open(path, mode)?),
+            DiskKind::Mem(d) => FileKind::Mem(d.open(path, mode)?),
+        };
+        Ok(File {
+            kind,
+            path: path.to_string(),
+        })
+    }
+
+    pub async fn exists(&self, path: &str) -> io::Result<bool> {
+        check_path(path)?;
+        match &self.kind {
+            DiskKind::Real(d) => Ok(d.exists(path)),
+            DiskKind::Mem(d) => d.exists(path),
+        }
+    }
+
+    /// The names (not paths) of the entries of a directory, sorted.
+    pub async fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        check_path(dir)?;
+        match &self.kind {
+            DiskKind::Real(d) => d.list(dir),
+            DiskKind::Mem(d) => d.list(dir),
+        }
+    }
+
+    pub async fn remove(&self, path: &str) -> io::Result<()> {
+        check_path(path)?;
+        match &self.kind {
+            DiskKind::Real(d) => d.remove(path),
+            DiskKind::Mem(d) => d.remove(path),
+        }
+    }
+
+    /// Renames `from` to `to`, atomically replacing `to` if it exists.
+    pub async fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        check_path(from)?;
+        check_path(to)?;
+        match &self.kind {
+            DiskKind::Real(d) => d.rename(from, to),
+            DiskKind::Mem(d) => d.rename(from, to),
+        }
+    }
+
+    /// Makes the creations, renames and removals of `dir`'s entries durable.
+    pub async fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        check_path(dir)?;
+        match &self.kind {
+            DiskKind::Real(d) => d.sync_dir(dir).await,
+            DiskKind::Mem(d) => d.sync_dir(dir).await,
+        }
+    }
+
+    /// Reads a whole file.
+    pub async fn read_file(&self, path: &str) -> io::Result<Bytes> {
+        let file = self.open(path, OpenMode::Existing).await?;
+        let len = file.len().await?;
+        let len = usize::try_from(len).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{path}: too large to read whole"),
+            )
+        })?;
+        file.read_at(0, len).await
+    }
+
+    /// Replaces a file's contents durably and atomically: writes `path.tmp`, syncs it, renames
+    /// it over `path` and syncs the directory. A crash leaves either the old or the new file.
+    pub async fn write_file_atomic(&self, path: &str, data: &[u8]) -> io::Result<()> {
+        let tmp = format!("{path}.tmp");
+        let file = self.open(&tmp, OpenMode::Truncate).await?;
+        file.write_at(0, data).await?;
+        file.sync().await?;
+        drop(file);
+        self.rename(&tmp, path).await?;
+        self.sync_dir(parent_of(path)).await
+    }
+}
+
+impl File {
+    /// The path this file was opened with.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Reads up to `len` bytes at `pos`; fewer only at the end of the file.
+    pub async fn read_at(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        match &self.kind {
+            FileKind::Real(f) => f.read_at(pos, len),
+            FileKind::Mem(f) => f.read_at(pos, len),
+        }
+    }
+
+    /// Writes all of `data` at `pos`, extending the file if needed. Not durable until
+    /// [`File::sync`].
+    pub async fn write_at(&self, pos: u64, data: &[u8]) -> io::Result<()> {
+        match &self.kind {
+            FileKind::Real(f) => f.write_at(pos, data),
+            FileKind::Mem(f) => f.write_at(pos, data).await,
+        }
+    }
+
+    /// Makes every completed write to this file durable (`fdatasync`).
+    pub async fn sync(&self) -> io::Result<()> {
+        match &self.kind {
+            FileKind::Real(f) => f.sync().await,
+            FileKind::Mem(f) => f.sync().await,
+        }
+    }
+
+    /// Truncates or extends the file to `len` bytes. Not durable until [`File::sync`].
+    pub async fn set_len(&self, len: u64) -> io::Result<()> {
+        match &self.kind {
+            FileKind::Real(f) => f.set_len(len),
+            FileKind::Mem(f) => f.set_len(len),
+        }
+    }
+
+    /// The file's current length, including unsynced writes.
+    pub async fn len(&self) -> io::Result<u64> {
+        match &self.kind {
+            FileKind::Real(f) => f.len(),
+            FileKind::Mem(f) => f.len(),
+        }
+    }
+}

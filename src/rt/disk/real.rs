@@ -1,0 +1,148 @@
+//! Real files under a host directory. Writes go to the page cache with `pwrite`; durability
+//! comes only from `fdatasync` (files) and `fsync` of the directory (names), which run on
+//! tokio's blocking pool so a slow disk does not stall the async workers.
+
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
+use super::OpenMode;
+use bytes::{Bytes, BytesMut};
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub(super) struct RealDisk {
+    root: Arc<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct RealFile {
+    file: Arc<fs::File>,
+}
+
+/// Adds the path to an IO error so that it names what failed.
+fn with_path(path: &Path, err: io::Error) -> io::Error {
+    io::Error::new(err.kind(), format!("{}: {err}", path.display()))
+}
+
+impl RealDisk {
+    pub(super) fn new(root: PathBuf) -> io::Result<RealDisk> {
+        fs::create_dir_all(&root).map_err(|e| with_path(&root, e))?;
+        Ok(RealDisk {
+            root: Arc::new(root),
+        })
+    }
+
+    fn full(&self, path: &str) -> PathBuf {
+        if path.is_empty() {
+            self.root.to_path_buf()
+        } else {
+            self.root.join(path)
+        }
+    }
+
+    pub(super) fn create_dir_all(&self, dir: &str) -> io::Result<()> {
+        let full = self.full(dir);
+        fs::create_dir_all(&full).map_err(|e| with_path(&full, e))
+    }
+
+    pub(super) fn open(&self, path: &str, mode: OpenMode) -> io::Result<RealFile> {
+        let full = self.full(path);
+        let mut options = fs::OpenOptions::new();
+        options.read(true).write(true);
+        match mode {
+            OpenMode::Existing => {}
+            OpenMode::Create => {
+                options.create(true);
+            }
+            OpenMode::Truncate => {
+                options.create(true).truncate(true);
+            }
+        }
+        let file = options.open(&full).map_err(|e| with_path(&full, e))?;
+        Ok(RealFile {
+            file: Arc::new(file),
+        })
+    }
+
+    pub(super) fn exists(&self, path: &str) -> bool {
+        self.full(path).exists()
+    }
+
+    pub(super) fn list(&self, dir: &str) -> io::Result<Vec<String>> {
+        let full = self.full(dir);
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&full).map_err(|e| with_path(&full, e))? {
+            let entry = entry.map_err(|e| with_path(&full, e))?;
+            // Names that are not UTF-8 cannot be ours; skip them rather than fail the listing.
+            if let Ok(name) = entry.file_name().into_string() {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    pub(super) fn remove(&self, path: &str) -> io::Result<()> {
+        let full = self.full(path);
+        if full.is_dir() {
+            fs::remove_dir_all(&full)
+        } else {
+            fs::remove_file(&full)
+        }
+        .map_err(|e| with_path(&full, e))
+    }
+
+    pub(super) fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        let (from, to) = (self.full(from), self.full(to));
+        fs::rename(&from, &to).map_err(|e| with_path(&from, e))
+    }
+
+    pub(super) async fn sync_dir(&self, dir: &str) -> io::Result<()> {
+        let full = self.full(dir);
+        let result = crate::rt::task::spawn_blocking(move || {
+            fs::File::open(&full)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| with_path(&full, e))
+        })
+        .await;
+        result.map_err(io::Error::other)?
+    }
+}
+
+impl RealFile {
+    pub(super) fn read_at(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        let mut buf = BytesMut::zeroed(len);
+        let mut filled = 0;
+        while filled < len {
+            let n = self.file.read_at(&mut buf[filled..], pos + filled as u64)?;
+            if n == 0 {
+                break;
+            }
+            filled += n;
+        }
+        buf.truncate(filled);
+        Ok(buf.freeze())
+    }
+
+    pub(super) fn write_at(&self, pos: u64, data: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(data, pos)
+    }
+
+    pub(super) async fn sync(&self) -> io::Result<()> {
+        let file = Arc::clone(&self.file);
+        crate::rt::task::spawn_blocking(move || file.sync_data())
+            .await
+            .map_err(io::Error::other)?
+    }
+
+    pub(super) fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    pub(super) fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+}
