@@ -110,16 +110,12 @@ impl OffsetIndex {
         self.entries.push(entry);
     }
 
-    /// The position of the last indexed batch whose base offset is <= `relative_offset`, or 0.
-    pub fn lookup(&self, relative_offset: u32) -> u32 {
+    /// The last entry whose relative offset is <= `relative_offset`, if any.
+    pub fn floor(&self, relative_offset: u32) -> Option<OffsetEntry> {
         let n = self
             .entries
             .partition_point(|e| e.relative_offset <= relative_offset);
-        if n == 0 {
-            0
-        } else {
-            self.entries[n - 1].position
-        }
+        n.checked_sub(1).map(|i| self.entries[i])
     }
 
     pub fn last(&self) -> Option<OffsetEntry> {
@@ -232,10 +228,11 @@ mod tests {
             position: 200,
         });
         let decoded = OffsetIndex::decode(&index.encode_all(), 1000).unwrap();
-        assert_eq!(decoded.lookup(5), 0);
-        assert_eq!(decoded.lookup(10), 100);
-        assert_eq!(decoded.lookup(19), 100);
-        assert_eq!(decoded.lookup(25), 200);
+        let lookup = |rel| decoded.floor(rel).map_or(0, |e| e.position);
+        assert_eq!(lookup(5), 0);
+        assert_eq!(lookup(10), 100);
+        assert_eq!(lookup(19), 100);
+        assert_eq!(lookup(25), 200);
     }
 
     #[test]

@@ -265,6 +265,14 @@ impl State {
         }
     }
 
+    /// Takes the log offline if `err` is an IO error (called with the lock still held).
+    fn offline_after(&mut self, dir: &str, err: &LogError) {
+        if matches!(err, LogError::Io { .. }) && self.offline.is_none() {
+            tracing::error!(dir, error = %err, "log going offline after IO error");
+            self.offline = Some(err.to_string());
+        }
+    }
+
     fn active(&self) -> &Segment {
         self.segments
             .values()
@@ -379,11 +387,7 @@ impl Log {
     /// Takes the log offline after an IO error and returns the error for the caller.
     async fn go_offline(&self, err: LogError) -> LogError {
         if let LogError::Io { .. } = err {
-            let mut state = self.state.lock().await;
-            if state.offline.is_none() {
-                tracing::error!(dir = %self.dir, error = %err, "log going offline after IO error");
-                state.offline = Some(err.to_string());
-            }
+            self.state.lock().await.offline_after(&self.dir, &err);
         }
         err
     }
@@ -413,11 +417,7 @@ impl Log {
         let mut buf: BytesMut = records
             .try_into_mut()
             .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-        let result = self.append_locked(&mut buf, &mut headers).await;
-        let info = match result {
-            Ok(info) => info,
-            Err(e) => return Err(self.go_offline(e).await),
-        };
+        let info = self.append_locked(&mut buf, &mut headers).await?;
         match self.config.flush {
             FlushPolicy::SyncBeforeAck => self.flush_to(info.last_offset + 1).await?,
             FlushPolicy::PageCache { flush_messages, .. } => {
@@ -435,6 +435,9 @@ impl Log {
         Ok(info)
     }
 
+    /// Appends under the state lock. An IO error takes the log offline before the lock is
+    /// released: a half-done append (bytes written, offsets not advanced) must never be
+    /// followed by another append that would reuse its offsets.
     async fn append_locked(
         &self,
         buf: &mut BytesMut,
@@ -442,6 +445,19 @@ impl Log {
     ) -> Result<AppendInfo, LogError> {
         let mut state = self.state.lock().await;
         state.online()?;
+        let result = self.append_to(&mut state, buf, headers).await;
+        if let Err(err) = &result {
+            state.offline_after(&self.dir, err);
+        }
+        result
+    }
+
+    async fn append_to(
+        &self,
+        state: &mut State,
+        buf: &mut BytesMut,
+        headers: &mut [record_batch::BatchHeader],
+    ) -> Result<AppendInfo, LogError> {
         let now_ms = self.clock.now_ms();
         let total = buf.len() as u64;
         let base_offset = state.log_end_offset;
@@ -450,7 +466,7 @@ impl Log {
             .map(|h| i64::from(h.last_offset_delta) + 1)
             .sum();
         if self.should_roll(state.active(), total, base_offset + count, now_ms) {
-            self.roll(&mut state, base_offset).await?;
+            self.roll(state, base_offset).await?;
         }
         // Assign offsets in place: the base offset is outside the CRC, so the batch stays
         // valid and is stored exactly as received otherwise.
@@ -661,7 +677,7 @@ impl Log {
             return Err(out_of_range());
         };
         // Find the batch holding `offset`, starting from the index's hint.
-        let mut position = u64::from(segment.index.lookup(segment.relative(offset)));
+        let (mut position, mut expected) = segment.index_hint(offset);
         let first = loop {
             if position >= segment.size {
                 return Err(segment.corrupt(
@@ -669,20 +685,12 @@ impl Log {
                     format!("offset {offset} not found before the end of the segment"),
                 ));
             }
-            let header = segment.read_header(position).await?;
-            if header.base_offset > offset {
-                return Err(segment.corrupt(
-                    position,
-                    format!(
-                        "index points past offset {offset} (batch at {})",
-                        header.base_offset
-                    ),
-                ));
-            }
+            let header = segment.read_header_expecting(position, expected).await?;
             if header.next_offset() > offset {
                 break header;
             }
             position += header.total_len() as u64;
+            expected = header.next_offset();
         };
         if first.next_offset() > bound {
             return Ok(empty);
@@ -694,7 +702,11 @@ impl Log {
         while end < segment.size {
             let header = segment.read_header(end).await?;
             let len = header.total_len() as u64;
-            if header.next_offset() > bound || (end + len - start) as usize > max_bytes {
+            // A batch that does not continue the offsets is left for the next read to refuse.
+            if header.base_offset != next_offset
+                || header.next_offset() > bound
+                || (end + len - start) as usize > max_bytes
+            {
                 break;
             }
             end += len;
@@ -734,13 +746,15 @@ impl Log {
                 continue;
             }
             let rel = segment.time_index.lookup(timestamp);
-            let mut position = u64::from(segment.index.lookup(rel));
+            let (mut position, mut expected) =
+                segment.index_hint(segment.base_offset + i64::from(rel));
             while position < segment.size {
-                let header = segment.read_header(position).await?;
+                let header = segment.read_header_expecting(position, expected).await?;
                 if header.max_timestamp >= timestamp {
                     return Ok(Some(header.base_offset));
                 }
                 position += header.total_len() as u64;
+                expected = header.next_offset();
             }
         }
         Ok(None)
@@ -750,16 +764,18 @@ impl Log {
     /// batch goes, so the new log end may be below `offset`; it is returned.
     pub async fn truncate_to(&self, offset: i64) -> Result<i64, LogError> {
         let _sync = self.sync_lock.lock().await;
-        let result = self.truncate_locked(offset).await;
-        match result {
-            Ok(end) => Ok(end),
-            Err(e) => Err(self.go_offline(e).await),
+        let mut state = self.state.lock().await;
+        state.online()?;
+        // The state lock is held throughout, so no append can interleave with the cut, and an
+        // IO error takes the log offline before anyone else sees the half-done truncation.
+        let result = self.truncate_locked(&mut state, offset).await;
+        if let Err(err) = &result {
+            state.offline_after(&self.dir, err);
         }
+        result
     }
 
-    async fn truncate_locked(&self, offset: i64) -> Result<i64, LogError> {
-        let state = self.state.lock().await;
-        state.online()?;
+    async fn truncate_locked(&self, state: &mut State, offset: i64) -> Result<i64, LogError> {
         if offset >= state.log_end_offset {
             return Ok(state.log_end_offset);
         }
@@ -776,19 +792,19 @@ impl Log {
             .range(..=offset)
             .next_back()
             .expect("offset is at or above the log start");
-        let mut position = u64::from(segment.index.lookup(segment.relative(offset)));
+        let (mut position, mut expected) = segment.index_hint(offset);
         let mut new_end = segment.base_offset;
         while position < segment.size {
-            let header = segment.read_header(position).await?;
+            let header = segment.read_header_expecting(position, expected).await?;
             if header.next_offset() > offset {
                 new_end = header.base_offset;
                 break;
             }
             position += header.total_len() as u64;
+            expected = header.next_offset();
         }
         // Lower the recovery point first: a crash half-way must not trust the cut data.
         let recovery_point = new_end.min(state.durable_end_offset);
-        drop(state);
         let path = join(&self.dir, RECOVERY_POINT_FILE);
         self.disk
             .write_file_atomic(
@@ -797,7 +813,6 @@ impl Log {
             )
             .await
             .map_err(|e| LogError::io("write checkpoint", &path, e))?;
-        let mut state = self.state.lock().await;
         let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
         for b in doomed {
             if let Some(seg) = state.segments.remove(&b) {
@@ -833,8 +848,10 @@ impl Log {
             .sync_dir(&self.dir)
             .await
             .map_err(|e| LogError::io("sync directory", &self.dir, e))?;
-        let st = &mut *state;
-        st.dirty.retain(|(_, f)| state_has(&st.segments, f));
+        let State {
+            dirty, segments, ..
+        } = state;
+        dirty.retain(|(_, f)| state_has(segments, f));
         state.log_end_offset = new_end;
         state.durable_end_offset = state.durable_end_offset.min(new_end);
         self.log_end_offset.store(new_end, Ordering::Release);

@@ -10,7 +10,7 @@
 //!   one are scanned: each batch's length, offsets (contiguous) and CRC-32C are checked and
 //!   the log is truncated at the first failure; later segments are deleted.
 //! - Segments wholly below the recovery point are trusted: their indexes are loaded (rebuilt if
-//!   missing or inconsistent) and only the tail after the last index entry is walked.
+//!   missing or inconsistent) and only the tail is walked (see `Segment::load_tail`).
 //! - After a scan everything is synced and the recovery point moves to the log end, so the
 //!   recovered data is durable before anything new is acknowledged.
 //! - The clean-shutdown marker is removed (durably) before the log accepts appends.
@@ -167,12 +167,29 @@ pub(super) async fn recover(
                 continue;
             }
         }
-        let mut segment = Segment::open_files(disk, dir, base).await?;
         let mut full_scan = base >= scan_from;
+        // Opening the segment creates missing index files (empty), so look for them first: an
+        // empty index would pass for a valid one and leave every lookup to walk from 0.
+        let mut missing_index = None;
         if !full_scan {
-            let trusted = match segment.load_indexes().await {
-                Ok(()) => segment.load_tail().await,
-                Err(why) => Err(why),
+            for suffix in [".index", ".timeindex"] {
+                let path = Segment::path(dir, base, suffix);
+                if !disk.exists(&path).await.map_err(io("stat", &path))? {
+                    missing_index.get_or_insert(format!("{path} is missing"));
+                }
+            }
+        }
+        let mut segment = Segment::open_files(disk, dir, base).await?;
+        if !full_scan {
+            let trusted = match missing_index {
+                Some(why) => Err(why),
+                None => match segment.load_indexes().await {
+                    Ok(()) => {
+                        let next_base = bases.iter().copied().find(|&b| b > base);
+                        segment.load_tail(next_base).await
+                    }
+                    Err(why) => Err(why),
+                },
             };
             if let Err(why) = trusted {
                 tracing::warn!(dir, base, why, "rebuilding the segment's indexes");

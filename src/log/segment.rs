@@ -175,6 +175,38 @@ impl Segment {
         Ok(header)
     }
 
+    /// Where a walk to `offset` starts: the position and base offset of the last indexed batch
+    /// at or below it, or the start of the segment.
+    pub fn index_hint(&self, offset: i64) -> (u64, i64) {
+        match self.index.floor(self.relative(offset)) {
+            Some(e) => (
+                u64::from(e.position),
+                self.base_offset + i64::from(e.relative_offset),
+            ),
+            None => (0, self.base_offset),
+        }
+    }
+
+    /// [`Segment::read_header`], checking that the batch starts at offset `expected`. The base
+    /// offset is outside the CRC, so continuing the previous batch is its only check.
+    pub async fn read_header_expecting(
+        &self,
+        position: u64,
+        expected: i64,
+    ) -> Result<BatchHeader, LogError> {
+        let header = self.read_header(position).await?;
+        if header.base_offset != expected {
+            return Err(self.corrupt(
+                position,
+                format!(
+                    "batch base offset {} where {expected} was expected",
+                    header.base_offset
+                ),
+            ));
+        }
+        Ok(header)
+    }
+
     pub fn corrupt(&self, position: u64, reason: String) -> LogError {
         LogError::Corrupt {
             segment: self.log.path().to_string(),
@@ -354,19 +386,34 @@ impl Segment {
     }
 
     /// Sets `next_offset`, `max_timestamp` and the index bookkeeping by walking the batch
-    /// headers after the last index entry (cheap: at most about one index interval). Any
+    /// headers from the last index entry on (usually about one index interval). Any
     /// inconsistency is returned as the reason the segment needs a full scan.
-    pub async fn load_tail(&mut self) -> Result<(), String> {
-        let (mut position, mut next) = match self.index.last() {
+    ///
+    /// The walk starts early enough to also cover every batch from the last time-index entry
+    /// on: that entry is the segment's largest timestamp only up to its batch, and a later batch
+    /// that raised the maximum without being due for an index entry has no entry of its own.
+    /// (Without a time-index entry the walk covers the whole segment.) The last time-index
+    /// entry must name a batch the walk meets, with that batch's max timestamp.
+    ///
+    /// `next_base` is the base offset of the following segment (`None` for the last one).
+    pub async fn load_tail(&mut self, next_base: Option<i64>) -> Result<(), String> {
+        let time_last = self.time_index.last();
+        let index_last = self.index.last();
+        let tail_from = index_last.map_or(0, |e| u64::from(e.position));
+        let start = match time_last {
+            Some(t) => self.index.floor(t.relative_offset),
+            None => None,
+        };
+        let (mut position, mut next) = match start {
             Some(e) => (
                 u64::from(e.position),
                 self.base_offset + i64::from(e.relative_offset),
             ),
             None => (0, self.base_offset),
         };
-        if let Some(t) = self.time_index.last() {
-            self.max_timestamp = t.timestamp;
-        }
+        let mut max_timestamp = time_last.map_or(-1, |t| t.timestamp);
+        let mut time_entry_seen = time_last.is_none();
+        let mut index_entry_seen = index_last.is_none();
         let mut since_index = 0;
         while position < self.size {
             let header = self
@@ -380,12 +427,66 @@ impl Segment {
                     header.base_offset
                 ));
             }
-            self.max_timestamp = self.max_timestamp.max(header.max_timestamp);
+            if let Some(e) = index_last.filter(|e| u64::from(e.position) == position) {
+                if header.base_offset != self.base_offset + i64::from(e.relative_offset) {
+                    return Err(format!(
+                        "{}: last entry {e:?} names a batch with base offset {}",
+                        self.index_file.path(),
+                        header.base_offset
+                    ));
+                }
+                index_entry_seen = true;
+            }
+            if let Some(t) = time_last {
+                if header.base_offset == self.base_offset + i64::from(t.relative_offset) {
+                    if header.max_timestamp != t.timestamp {
+                        return Err(format!(
+                            "{}: time index entry {t:?} disagrees with the batch's max timestamp {}",
+                            self.time_index_file.path(),
+                            header.max_timestamp
+                        ));
+                    }
+                    time_entry_seen = true;
+                }
+            }
+            max_timestamp = max_timestamp.max(header.max_timestamp);
             next = header.next_offset();
-            since_index += header.total_len() as u64;
+            if position + header.total_len() as u64 >= self.size
+                && next_base != Some(header.next_offset())
+            {
+                // The last batch sets the segment's next offset; unless the next segment's
+                // name confirms it, check the batch is the one that was written (its
+                // lastOffsetDelta is under the CRC).
+                let batch = self
+                    .read(position, header.total_len())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                record_batch::verify(&batch).map_err(|e| {
+                    format!(
+                        "{}: last batch at position {position}: {e}",
+                        self.log.path()
+                    )
+                })?;
+            }
+            if position >= tail_from {
+                since_index += header.total_len() as u64;
+            }
             position += header.total_len() as u64;
         }
+        if !index_entry_seen {
+            return Err(format!(
+                "{}: the last entry {index_last:?} points inside a batch",
+                self.index_file.path()
+            ));
+        }
+        if !time_entry_seen {
+            return Err(format!(
+                "{}: the last entry {time_last:?} names no batch of the segment",
+                self.time_index_file.path()
+            ));
+        }
         self.next_offset = next;
+        self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_index;
         Ok(())
     }

@@ -1,0 +1,476 @@
+//! One simulated run per seed: a log node on a simulated disk, workload clients on another
+//! node, a nemesis in the supervisor, then an offline read of the disk and the spec's checkers.
+//!
+//! Everything that varies comes from the seed (madsim's generator, and generators seeded from
+//! it), so a seed replays exactly: `MADSIM_TEST_SEED=<seed> MADSIM_TEST_NUM=1 cargo test
+//! --features sim --test sim <test>`.
+
+use crate::node::{self, NeedsRestart, LOG_DIR, NODE_PORT};
+use crate::workload::{self, Client};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use samsa::log::{FlushPolicy, Log, LogConfig, LogError};
+use samsa::rt::clock::Clock;
+use samsa::rt::disk::{CrashMode, CrashReport, Disk, MemDisk};
+use samsa::rt::time::{self, Duration, Instant};
+use samsa_spec::{check, CheckOptions, FinalLog, History, Op, OpId, Outcome, ProcessId, Report};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Process id used for the node's and the nemesis's notes in the history.
+pub const NODE_PROCESS: ProcessId = 0;
+pub const NEMESIS_PROCESS: ProcessId = 1_000;
+
+/// What one run does.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub flush: FlushPolicy,
+    /// Crash modes the nemesis draws from for kills during the run and for the final crash.
+    pub crash_modes: Vec<CrashMode>,
+    /// Overrides the final crash (e.g. corruption of synced data).
+    pub final_crash: Option<CrashMode>,
+    pub io_errors: bool,
+    pub clock_jumps: bool,
+    pub clients: u32,
+    pub safety_ms: u64,
+    pub heal_ms: u64,
+    pub think_ms_max: u64,
+    pub segment_bytes: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            flush: FlushPolicy::SyncBeforeAck,
+            crash_modes: vec![
+                CrashMode::Process,
+                CrashMode::PowerLossDropUnsynced,
+                CrashMode::PowerLossRandomPrefix,
+            ],
+            final_crash: None,
+            io_errors: true,
+            clock_jumps: true,
+            clients: 4,
+            safety_ms: 6_000,
+            heal_ms: 2_000,
+            think_ms_max: 6,
+            segment_bytes: 8 * 1024,
+        }
+    }
+}
+
+/// The history shared by every process of a run, stamped with simulated time.
+#[derive(Clone)]
+pub struct Recorder {
+    history: Arc<Mutex<History>>,
+    start: Instant,
+}
+
+impl Recorder {
+    fn new() -> Recorder {
+        Recorder {
+            history: Arc::new(Mutex::new(History::new())),
+            start: time::now(),
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        u64::try_from(time::now().duration_since(self.start).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, History> {
+        self.history.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn invoke(&self, process: ProcessId, op: Op) -> OpId {
+        let now = self.now_ns();
+        self.lock().invoke(now, process, op)
+    }
+
+    pub fn complete(&self, op: OpId, outcome: Outcome) {
+        let now = self.now_ns();
+        self.lock().complete(now, op, outcome);
+    }
+
+    pub fn note(&self, process: ProcessId, text: impl Into<String>) {
+        let now = self.now_ns();
+        self.lock().note(now, process, text);
+    }
+
+    fn take(&self) -> History {
+        std::mem::take(&mut *self.lock())
+    }
+}
+
+/// Everything a run produced, for the checkers and for the determinism tests.
+#[derive(Debug)]
+pub struct SeedOutcome {
+    pub seed: u64,
+    pub history: History,
+    pub nemesis: Vec<String>,
+    pub crashes: Vec<CrashReport>,
+    pub disk_digest: u64,
+    pub final_log: FinalLog,
+    pub report: Report,
+    /// Successful appends during the healing phase (liveness).
+    pub healed_appends: usize,
+}
+
+const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+
+fn log_config(options: &Options) -> LogConfig {
+    LogConfig {
+        segment_bytes: options.segment_bytes,
+        index_interval_bytes: 512,
+        segment_ms: 2_000,
+        flush: options.flush,
+        verify_crc_on_read: true,
+        checkpoint_interval_ms: 500,
+        ..LogConfig::default()
+    }
+}
+
+/// Runs one seed in a fresh simulation.
+pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let options = options.clone();
+    runtime.block_on(simulate(seed, options))
+}
+
+async fn simulate(seed: u64, options: Options) -> SeedOutcome {
+    let handle = madsim::runtime::Handle::current();
+    let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
+    let disk = MemDisk::new(rng.gen());
+    disk.set_latency(50, 200, 2_000);
+    let clock = Clock::new();
+    let recorder = Recorder::new();
+    let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
+    let config = log_config(&options);
+
+    let node = {
+        let (disk, clock, recorder, needs_restart, config) = (
+            disk.clone(),
+            clock.clone(),
+            recorder.clone(),
+            Arc::clone(&needs_restart),
+            config.clone(),
+        );
+        handle
+            .create_node()
+            .name("log")
+            .ip(NODE_IP)
+            .init(move || {
+                node::serve(
+                    disk.clone(),
+                    config.clone(),
+                    clock.clone(),
+                    recorder.clone(),
+                    Arc::clone(&needs_restart),
+                )
+            })
+            .build()
+    };
+    let clients = handle.create_node().name("clients").ip(CLIENT_IP).build();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut joins = Vec::new();
+    for process in 1..=options.clients {
+        let client = Client {
+            process,
+            server: SocketAddr::new(NODE_IP, NODE_PORT),
+            recorder: recorder.clone(),
+            stop: Arc::clone(&stop),
+            rng: SmallRng::seed_from_u64(rng.gen()),
+            clock: clock.clone(),
+            think_ms_max: options.think_ms_max,
+        };
+        joins.push(clients.spawn(client.run()));
+    }
+
+    // The nemesis: faults at random moments during the safety phase.
+    let mut nemesis = Vec::new();
+    let mut crashes = Vec::new();
+    let start = time::now();
+    let mut next_fault = start + Duration::from_millis(rng.gen_range(50..500));
+    let mut restart_at: Option<Instant> = None;
+    let mut io_errors_until: Option<Instant> = None;
+    let safety_end = start + Duration::from_millis(options.safety_ms);
+    let event = |recorder: &Recorder, nemesis: &mut Vec<String>, text: String| {
+        let stamp = time::now().duration_since(start).as_millis();
+        recorder.note(NEMESIS_PROCESS, text.clone());
+        nemesis.push(format!("{stamp} {text}"));
+    };
+    while time::now() < safety_end {
+        time::sleep(Duration::from_millis(5)).await;
+        let now = time::now();
+        if restart_at.is_some_and(|at| now >= at) {
+            restart_at = None;
+            needs_restart.store(false, Ordering::Release);
+            handle.restart(node.id());
+            event(&recorder, &mut nemesis, "restart node".into());
+        }
+        if io_errors_until.is_some_and(|until| now >= until) {
+            io_errors_until = None;
+            disk.set_io_error_rate(0);
+            event(&recorder, &mut nemesis, "io errors off".into());
+        }
+        if restart_at.is_none() && needs_restart.load(Ordering::Acquire) {
+            // The node lost its log to an IO error: it exits, as a broker process would.
+            handle.kill(node.id());
+            crashes.push(disk.crash(CrashMode::Process, &mut rng));
+            restart_at = Some(now + Duration::from_millis(rng.gen_range(1..100)));
+            event(
+                &recorder,
+                &mut nemesis,
+                "node exited after an IO error".into(),
+            );
+            continue;
+        }
+        if now < next_fault || restart_at.is_some() {
+            continue;
+        }
+        next_fault = now + Duration::from_millis(rng.gen_range(100..1_200));
+        match rng.gen_range(0..10) {
+            0..=5 => {
+                let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+                handle.kill(node.id());
+                let report = disk.crash(mode, &mut rng);
+                event(
+                    &recorder,
+                    &mut nemesis,
+                    format!(
+                        "kill node ({}): kept {}/{} unsynced writes, dropped {} bytes{}",
+                        mode.name(),
+                        report.kept_writes,
+                        report.unsynced_writes,
+                        report.dropped_bytes,
+                        if report.torn { ", torn" } else { "" }
+                    ),
+                );
+                crashes.push(report);
+                restart_at = Some(now + Duration::from_millis(rng.gen_range(0..400)));
+            }
+            6..=7 if options.io_errors => {
+                let per_million = rng.gen_range(5_000..50_000);
+                disk.set_io_error_rate(per_million);
+                io_errors_until = Some(now + Duration::from_millis(rng.gen_range(20..300)));
+                event(
+                    &recorder,
+                    &mut nemesis,
+                    format!("io errors on ({per_million} per million)"),
+                );
+            }
+            8 if options.clock_jumps => {
+                let delta_ms = rng.gen_range(-600_000..600_000);
+                clock.jump(delta_ms);
+                event(&recorder, &mut nemesis, format!("clock jump {delta_ms} ms"));
+            }
+            _ => {}
+        }
+    }
+
+    // Healing: no more faults; the node must come back and serve.
+    disk.set_io_error_rate(0);
+    if restart_at.is_some() || needs_restart.load(Ordering::Acquire) {
+        if restart_at.is_none() {
+            handle.kill(node.id());
+            crashes.push(disk.crash(CrashMode::Process, &mut rng));
+        }
+        needs_restart.store(false, Ordering::Release);
+        handle.restart(node.id());
+    }
+    event(&recorder, &mut nemesis, "heal".into());
+    let heal_start_ns = recorder.now_ns();
+    time::sleep(Duration::from_millis(options.heal_ms)).await;
+    stop.store(true, Ordering::Release);
+    for join in joins {
+        let _ = join.await;
+    }
+
+    // The final crash, then read the disk offline as a fresh process would.
+    let final_mode = options
+        .final_crash
+        .unwrap_or_else(|| options.crash_modes[rng.gen_range(0..options.crash_modes.len())]);
+    handle.kill(node.id());
+    let final_report = disk.crash(final_mode, &mut rng);
+    event(
+        &recorder,
+        &mut nemesis,
+        format!(
+            "final crash ({}){}",
+            final_mode.name(),
+            match &final_report.corrupted {
+                Some((file, at)) => format!(": corrupted {file} at byte {at}"),
+                None => String::new(),
+            }
+        ),
+    );
+    let corrupted = final_report.corrupted.is_some();
+    crashes.push(final_report);
+    let final_log = read_offline(&disk, &config, &clock, &recorder).await;
+    let history = recorder.take();
+    let healed_appends = history
+        .operations()
+        .iter()
+        .filter(|op| {
+            op.invoke_ns >= heal_start_ns && matches!(op.outcome, Some(Outcome::Appended { .. }))
+        })
+        .count();
+    let report = check(
+        &history,
+        &final_log,
+        &CheckOptions {
+            synced_corruption_injected: corrupted,
+        },
+    );
+    SeedOutcome {
+        seed,
+        history,
+        nemesis,
+        crashes,
+        disk_digest: disk.digest(),
+        final_log,
+        report,
+        healed_appends,
+    }
+}
+
+/// Recovers the log from the crashed disk and reads every record, noting where (if anywhere)
+/// corruption was detected.
+async fn read_offline(
+    disk: &MemDisk,
+    config: &LogConfig,
+    clock: &Clock,
+    recorder: &Recorder,
+) -> FinalLog {
+    let mut final_log = FinalLog::default();
+    let (log, report) = match Log::open(
+        Disk::mem(disk.clone()),
+        LOG_DIR,
+        config.clone(),
+        clock.clone(),
+    )
+    .await
+    {
+        Ok(opened) => opened,
+        Err(e) => {
+            recorder.note(NODE_PROCESS, format!("offline open failed: {e}"));
+            final_log.corruption_detected_at = Some(0);
+            return final_log;
+        }
+    };
+    if let Some(t) = &report.truncated {
+        recorder.note(
+            NODE_PROCESS,
+            format!(
+                "offline recovery truncated at offset {}: {}",
+                t.offset, t.reason
+            ),
+        );
+        final_log.corruption_detected_at = Some(t.offset);
+    }
+    final_log.log_start_offset = log.log_start_offset().await;
+    let mut offset = final_log.log_start_offset;
+    let end = log.log_end_offset();
+    while offset < end {
+        match log.read(offset, 64 * 1024, end).await {
+            Ok(r) => match workload::decode_records(r.records, offset) {
+                Ok(records) => {
+                    final_log.records.extend(records);
+                    offset = r.next_offset;
+                }
+                Err(reason) => {
+                    recorder.note(
+                        NODE_PROCESS,
+                        format!("offline read: undecodable at {offset}: {reason}"),
+                    );
+                    final_log.corruption_detected_at.get_or_insert(offset);
+                    break;
+                }
+            },
+            Err(e @ LogError::Corrupt { .. }) => {
+                recorder.note(
+                    NODE_PROCESS,
+                    format!("offline read refused corrupt data at offset {offset}: {e}"),
+                );
+                let at = final_log
+                    .corruption_detected_at
+                    .map_or(offset, |c| c.min(offset));
+                final_log.corruption_detected_at = Some(at);
+                break;
+            }
+            Err(e) => {
+                recorder.note(
+                    NODE_PROCESS,
+                    format!("offline read failed at {offset}: {e}"),
+                );
+                final_log.corruption_detected_at.get_or_insert(offset);
+                break;
+            }
+        }
+    }
+    final_log
+}
+
+/// The seeds a suite runs: `MADSIM_TEST_SEED` (default 1) and `MADSIM_TEST_NUM` (default
+/// `default_count`).
+pub fn seeds(default_count: u64) -> std::ops::Range<u64> {
+    let env = |key: &str| std::env::var(key).ok().and_then(|v| v.parse::<u64>().ok());
+    let base = env("MADSIM_TEST_SEED").unwrap_or(1);
+    let count = env("MADSIM_TEST_NUM").unwrap_or(default_count);
+    base..base + count
+}
+
+/// Runs a suite's seeds and panics with the anomalies and the replay command of the first
+/// seed that fails a check.
+pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
+    let range = seeds(default_count);
+    let began = std::time::Instant::now();
+    let (mut ops, mut crashes) = (0usize, 0usize);
+    for seed in range.clone() {
+        let outcome = run_seed(seed, options);
+        ops += outcome.report.ops_ok + outcome.report.ops_failed + outcome.report.ops_unknown;
+        crashes += outcome.crashes.len();
+        let mut problems = Vec::new();
+        if !outcome.report.is_valid() {
+            problems.push(outcome.report.summary());
+        }
+        if outcome.healed_appends == 0 {
+            problems.push("liveness: no append succeeded during the healing phase".to_string());
+        }
+        if !problems.is_empty() {
+            let dump = dump_history(test_name, &outcome);
+            panic!(
+                "{test_name}: seed {seed} failed:\n{}\nnemesis:\n  {}\nhistory written to {dump}\nreplay: MADSIM_TEST_SEED={seed} MADSIM_TEST_NUM=1 cargo test --features sim --test sim {test_name} -- --exact",
+                problems.join("\n"),
+                outcome.nemesis.join("\n  ")
+            );
+        }
+    }
+    eprintln!(
+        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, {crashes} crashes, {:.1} s",
+        range.end - range.start,
+        range.start,
+        range.end,
+        began.elapsed().as_secs_f64()
+    );
+}
+
+/// Writes a failing seed's history next to the build output for inspection.
+#[allow(clippy::disallowed_methods)] // the harness's report, written after the simulation ended
+fn dump_history(test_name: &str, outcome: &SeedOutcome) -> String {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-failures");
+    let path = dir.join(format!("{test_name}-{}.history", outcome.seed));
+    let text = format!(
+        "{}\n--- nemesis\n{}\n--- final log: {} records, corruption detected at {:?}\n",
+        outcome.history.render(),
+        outcome.nemesis.join("\n"),
+        outcome.final_log.records.len(),
+        outcome.final_log.corruption_detected_at
+    );
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+        Ok(()) => path.display().to_string(),
+        Err(e) => format!("(could not write {}: {e})", path.display()),
+    }
+}
