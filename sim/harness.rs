@@ -5,7 +5,7 @@
 //! it), so a seed replays exactly: `MADSIM_TEST_SEED=<seed> MADSIM_TEST_NUM=1 cargo test
 //! --features sim --test sim <test>`.
 
-use crate::node::{self, NeedsRestart, LOG_DIR, NODE_PORT};
+use crate::node::{self, NeedsRestart, Stopped, LOG_DIR, NODE_PORT};
 use crate::workload::{self, Client};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -32,6 +32,8 @@ pub struct Options {
     pub final_crash: Option<CrashMode>,
     pub io_errors: bool,
     pub clock_jumps: bool,
+    /// Graceful shutdowns (clean close, then restart) among the faults.
+    pub graceful_restarts: bool,
     pub clients: u32,
     pub safety_ms: u64,
     pub heal_ms: u64,
@@ -51,6 +53,7 @@ impl Default for Options {
             final_crash: None,
             io_errors: true,
             clock_jumps: true,
+            graceful_restarts: true,
             clients: 4,
             safety_ms: 6_000,
             heal_ms: 2_000,
@@ -147,14 +150,16 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let clock = Clock::new();
     let recorder = Recorder::new();
     let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
+    let stopped: Stopped = Arc::new(AtomicBool::new(false));
     let config = log_config(&options);
 
     let node = {
-        let (disk, clock, recorder, needs_restart, config) = (
+        let (disk, clock, recorder, needs_restart, stopped, config) = (
             disk.clone(),
             clock.clone(),
             recorder.clone(),
             Arc::clone(&needs_restart),
+            Arc::clone(&stopped),
             config.clone(),
         );
         handle
@@ -168,6 +173,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     clock.clone(),
                     recorder.clone(),
                     Arc::clone(&needs_restart),
+                    Arc::clone(&stopped),
                 )
             })
             .build()
@@ -195,6 +201,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let mut next_fault = start + Duration::from_millis(rng.gen_range(50..500));
     let mut restart_at: Option<Instant> = None;
     let mut io_errors_until: Option<Instant> = None;
+    let mut stopping_until: Option<Instant> = None;
     let safety_end = start + Duration::from_millis(options.safety_ms);
     let event = |recorder: &Recorder, nemesis: &mut Vec<String>, text: String| {
         let stamp = time::now().duration_since(start).as_millis();
@@ -214,6 +221,24 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             io_errors_until = None;
             disk.set_io_error_rate(0);
             event(&recorder, &mut nemesis, "io errors off".into());
+        }
+        if let Some(deadline) = stopping_until {
+            let clean = stopped.load(Ordering::Acquire);
+            if clean || now >= deadline {
+                // Kill whatever is left of the node (connection tasks); the disk keeps
+                // everything, as after any process exit.
+                stopping_until = None;
+                handle.kill(node.id());
+                stopped.store(false, Ordering::Release);
+                restart_at = Some(now + Duration::from_millis(rng.gen_range(0..200)));
+                let text = if clean {
+                    "node stopped cleanly"
+                } else {
+                    "clean shutdown timed out: killed"
+                };
+                event(&recorder, &mut nemesis, text.into());
+            }
+            continue;
         }
         if restart_at.is_none() && needs_restart.load(Ordering::Acquire) {
             // The node lost its log to an IO error: it exits, as a broker process would.
@@ -261,6 +286,15 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     format!("io errors on ({per_million} per million)"),
                 );
             }
+            9 if options.graceful_restarts => {
+                handle.send_ctrl_c(node.id());
+                stopping_until = Some(now + Duration::from_millis(1_000));
+                event(
+                    &recorder,
+                    &mut nemesis,
+                    "graceful shutdown requested".into(),
+                );
+            }
             8 if options.clock_jumps => {
                 let delta_ms = rng.gen_range(-600_000..600_000);
                 clock.jump(delta_ms);
@@ -272,6 +306,11 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
 
     // Healing: no more faults; the node must come back and serve.
     disk.set_io_error_rate(0);
+    if stopping_until.is_some() {
+        handle.kill(node.id());
+        stopped.store(false, Ordering::Release);
+        restart_at = Some(time::now());
+    }
     if restart_at.is_some() || needs_restart.load(Ordering::Acquire) {
         if restart_at.is_none() {
             handle.kill(node.id());
@@ -427,11 +466,18 @@ pub fn seeds(default_count: u64) -> std::ops::Range<u64> {
 pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
     let range = seeds(default_count);
     let began = std::time::Instant::now();
-    let (mut ops, mut crashes) = (0usize, 0usize);
+    let (mut ops, mut crashes, mut clean_closes, mut clean_opens) =
+        (0usize, 0usize, 0usize, 0usize);
     for seed in range.clone() {
         let outcome = run_seed(seed, options);
         ops += outcome.report.ops_ok + outcome.report.ops_failed + outcome.report.ops_unknown;
         crashes += outcome.crashes.len();
+        for event in outcome.history.events() {
+            if let samsa_spec::EventKind::Note(text) = &event.kind {
+                clean_closes += usize::from(text.starts_with("node: closed the log cleanly"));
+                clean_opens += usize::from(text.contains("(clean true"));
+            }
+        }
         let mut problems = Vec::new();
         if !outcome.report.is_valid() {
             problems.push(outcome.report.summary());
@@ -449,7 +495,7 @@ pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
         }
     }
     eprintln!(
-        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, {crashes} crashes, {:.1} s",
+        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, {crashes} crashes, {clean_closes} clean shutdowns, {clean_opens} clean-marker recoveries, {:.1} s",
         range.end - range.start,
         range.start,
         range.end,

@@ -18,6 +18,8 @@ pub const LOG_DIR: &str = "topic-0";
 
 /// Shared between the node and the supervisor: set when the node needs a restart.
 pub type NeedsRestart = Arc<AtomicBool>;
+/// Set by the node once it has shut down cleanly after a shutdown signal.
+pub type Stopped = Arc<AtomicBool>;
 
 pub async fn serve(
     disk: MemDisk,
@@ -25,6 +27,7 @@ pub async fn serve(
     clock: Clock,
     recorder: Recorder,
     needs_restart: NeedsRestart,
+    stopped: Stopped,
 ) {
     let opened = Log::open(Disk::mem(disk), LOG_DIR, config.clone(), clock).await;
     let log = match opened {
@@ -72,8 +75,23 @@ pub async fn serve(
             return;
         }
     };
+    let shutdown = samsa::rt::signal::ctrl_c();
+    tokio::pin!(shutdown);
     loop {
-        let Ok((stream, _peer)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            biased;
+            _ = &mut shutdown => {
+                // Graceful shutdown: sync, checkpoint and leave the clean-shutdown marker.
+                match log.close().await {
+                    Ok(()) => recorder.note(0, format!("node: closed the log cleanly at {}", log.log_end_offset())),
+                    Err(e) => recorder.note(0, format!("node: clean close failed: {e}")),
+                }
+                stopped.store(true, Ordering::Release);
+                return;
+            }
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((stream, _peer)) = accepted else {
             continue;
         };
         let log = Arc::clone(&log);

@@ -863,25 +863,43 @@ impl Log {
 
     /// Syncs everything, checkpoints the log end as the recovery point and leaves the
     /// clean-shutdown marker, so the next open skips the recovery scan. The log is offline
-    /// afterwards.
+    /// afterwards. Both locks are held throughout, so no append can land between the final
+    /// sync and the checkpoint that vouches for it.
     pub async fn close(&self) -> Result<(), LogError> {
-        self.flush_to(self.log_end_offset()).await?;
         let _sync = self.sync_lock.lock().await;
         let mut state = self.state.lock().await;
         state.online()?;
-        let end = state.log_end_offset;
+        let result = self.close_locked(&mut state).await;
+        match &result {
+            Ok(()) => state.offline = Some("closed".to_string()),
+            Err(err) => state.offline_after(&self.dir, err),
+        }
+        result
+    }
+
+    async fn close_locked(&self, state: &mut State) -> Result<(), LogError> {
         let active = state.active();
-        for file in [&active.index_file, &active.time_index_file] {
+        let mut files: Vec<File> = state.dirty.iter().map(|(_, f)| f.clone()).collect();
+        files.extend([
+            active.log.clone(),
+            active.index_file.clone(),
+            active.time_index_file.clone(),
+        ]);
+        for file in &files {
             file.sync()
                 .await
                 .map_err(|e| LogError::io("sync", file.path(), e))?;
         }
-        for (_, file) in &state.dirty {
-            file.sync()
-                .await
-                .map_err(|e| LogError::io("sync", file.path(), e))?;
-        }
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(|e| LogError::io("sync directory", &self.dir, e))?;
         state.dirty.clear();
+        state.dir_dirty_seq = 0;
+        let end = state.log_end_offset;
+        state.durable_end_offset = end;
+        self.durable_end_offset.store(end, Ordering::Release);
+        state.check_invariants();
         let checkpoint = join(&self.dir, RECOVERY_POINT_FILE);
         self.disk
             .write_file_atomic(&checkpoint, recovery::encode_checkpoint(end).as_bytes())
@@ -891,9 +909,7 @@ impl Log {
         self.disk
             .write_file_atomic(&marker, b"")
             .await
-            .map_err(|e| LogError::io("write clean shutdown marker", &marker, e))?;
-        state.offline = Some("closed".to_string());
-        Ok(())
+            .map_err(|e| LogError::io("write clean shutdown marker", &marker, e))
     }
 }
 

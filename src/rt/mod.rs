@@ -23,6 +23,7 @@ pub mod clock;
 pub mod disk;
 pub mod net;
 pub mod rand;
+pub mod signal;
 pub mod task;
 pub mod time;
 
