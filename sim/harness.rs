@@ -465,6 +465,8 @@ pub fn seeds(default_count: u64) -> std::ops::Range<u64> {
 /// seed that fails a check.
 pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
     let range = seeds(default_count);
+    // Real elapsed time of the whole suite, for the report: outside any simulation.
+    #[allow(clippy::disallowed_methods)]
     let began = std::time::Instant::now();
     let (mut ops, mut crashes, mut clean_closes, mut clean_opens) =
         (0usize, 0usize, 0usize, 0usize);
