@@ -850,3 +850,46 @@ proptest! {
         });
     }
 }
+
+/// The offset index is only a hint: a wrong entry in the middle, which recovery's checks of
+/// the last entries do not see, must not make any record unreadable or misplaced.
+#[test]
+fn a_wrong_middle_index_entry_only_costs_a_walk_from_the_segment_start() {
+    runtime().block_on(async {
+        let fx = Fixture::new();
+        let log = fx.write(BATCHES).await;
+        log.close().await.expect("close");
+        drop(log);
+        let base = fx.segment_bases()[1];
+        let path = fx.segment_path(base, ".index");
+        let mut bytes = std::fs::read(&path).unwrap();
+        assert!(
+            bytes.len() >= 16,
+            "the test wants at least two index entries"
+        );
+        // Point the first entry at the right position but the wrong (still increasing) offset.
+        let rel = u32::from_be_bytes(bytes[0..4].try_into().unwrap());
+        let next_rel = u32::from_be_bytes(bytes[8..12].try_into().unwrap());
+        assert!(rel + 1 < next_rel, "entries must stay increasing");
+        bytes[0..4].copy_from_slice(&(rel + 1).to_be_bytes());
+        replace(&path, &bytes);
+
+        let (log, report) = fx.open().await.expect("open");
+        assert!(report.clean_shutdown);
+        assert_eq!(report.log_end_offset, END);
+        // Every offset, including those inside batches that the wrong entry claims to start.
+        for offset in 0..END {
+            let read = log
+                .read(offset, 1, END)
+                .await
+                .expect("read despite the wrong hint");
+            let (header, _) = record_batch::batches(read.records)
+                .next()
+                .expect("at least one batch")
+                .expect("a whole batch");
+            assert!(header.base_offset <= offset && offset <= header.last_offset());
+        }
+        check_contents(&log, END).await;
+        check_appends_continue(&log).await;
+    });
+}

@@ -677,20 +677,12 @@ impl Log {
             return Err(out_of_range());
         };
         // Find the batch holding `offset`, starting from the index's hint.
-        let (mut position, mut expected) = segment.index_hint(offset);
-        let first = loop {
-            if position >= segment.size {
-                return Err(segment.corrupt(
-                    position,
-                    format!("offset {offset} not found before the end of the segment"),
-                ));
-            }
-            let header = segment.read_header_expecting(position, expected).await?;
-            if header.next_offset() > offset {
-                break header;
-            }
-            position += header.total_len() as u64;
-            expected = header.next_offset();
+        let Some((position, first)) = segment.seek(offset, |h| h.next_offset() > offset).await?
+        else {
+            return Err(segment.corrupt(
+                segment.size,
+                format!("offset {offset} not found before the end of the segment"),
+            ));
         };
         if first.next_offset() > bound {
             return Ok(empty);
@@ -746,15 +738,9 @@ impl Log {
                 continue;
             }
             let rel = segment.time_index.lookup(timestamp);
-            let (mut position, mut expected) =
-                segment.index_hint(segment.base_offset + i64::from(rel));
-            while position < segment.size {
-                let header = segment.read_header_expecting(position, expected).await?;
-                if header.max_timestamp >= timestamp {
-                    return Ok(Some(header.base_offset));
-                }
-                position += header.total_len() as u64;
-                expected = header.next_offset();
+            let from = segment.base_offset + i64::from(rel);
+            if let Some((_, header)) = segment.seek(from, |h| h.max_timestamp >= timestamp).await? {
+                return Ok(Some(header.base_offset));
             }
         }
         Ok(None)
@@ -792,17 +778,14 @@ impl Log {
             .range(..=offset)
             .next_back()
             .expect("offset is at or above the log start");
-        let (mut position, mut expected) = segment.index_hint(offset);
-        let mut new_end = segment.base_offset;
-        while position < segment.size {
-            let header = segment.read_header_expecting(position, expected).await?;
-            if header.next_offset() > offset {
-                new_end = header.base_offset;
-                break;
-            }
-            position += header.total_len() as u64;
-            expected = header.next_offset();
-        }
+        let Some((position, cut)) = segment.seek(offset, |h| h.next_offset() > offset).await?
+        else {
+            return Err(segment.corrupt(
+                segment.size,
+                format!("offset {offset} not found before the end of the segment"),
+            ));
+        };
+        let new_end = cut.base_offset;
         // Lower the recovery point first: a crash half-way must not trust the cut data.
         let recovery_point = new_end.min(state.durable_end_offset);
         let path = join(&self.dir, RECOVERY_POINT_FILE);

@@ -207,6 +207,44 @@ impl Segment {
         Ok(header)
     }
 
+    /// Walks the batches from the index's hint for `from_offset` until `found` accepts one, and
+    /// returns its position and header; `None` if the segment ends first. The index is only
+    /// a hint: if the walk from a hinted position meets a batch that does not fit, the walk is
+    /// redone from the start of the segment, and only a failure there is corruption.
+    pub async fn seek(
+        &self,
+        from_offset: i64,
+        found: impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let hint = self.index_hint(from_offset);
+        match self.walk(hint, &found).await {
+            Err(LogError::Corrupt { reason, .. }) if hint.0 > 0 => {
+                tracing::warn!(
+                    segment = %self.log.path(), hint = hint.0, reason,
+                    "offset index hint is wrong; walking the segment from its start"
+                );
+                self.walk((0, self.base_offset), &found).await
+            }
+            result => result,
+        }
+    }
+
+    async fn walk(
+        &self,
+        (mut position, mut expected): (u64, i64),
+        found: &impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        while position < self.size {
+            let header = self.read_header_expecting(position, expected).await?;
+            if found(&header) {
+                return Ok(Some((position, header)));
+            }
+            position += header.total_len() as u64;
+            expected = header.next_offset();
+        }
+        Ok(None)
+    }
+
     pub fn corrupt(&self, position: u64, reason: String) -> LogError {
         LogError::Corrupt {
             segment: self.log.path().to_string(),
