@@ -525,6 +525,7 @@ impl Log {
     /// so the next sync covers them, and the directory must be synced before anything in the
     /// new segment is acknowledged.
     async fn roll(&self, state: &mut State, base_offset: i64) -> Result<(), LogError> {
+        state.active_mut().seal_time_index().await?;
         let old = state.active();
         let old_files = [
             old.log.clone(),
@@ -821,6 +822,14 @@ impl Log {
         segment.index.truncate_to_position(position);
         let rel = segment.relative(new_end);
         segment.time_index.truncate_to_offset(rel);
+        // The cut may have removed the batch with the segment's largest timestamp: recompute
+        // the tail state (max timestamp, bytes since the last index entry) from what is left.
+        segment.max_timestamp = -1;
+        segment.max_timestamp_offset = segment.base_offset;
+        segment
+            .load_tail(None)
+            .await
+            .map_err(|reason| segment.corrupt(position, reason))?;
         segment.write_indexes().await?;
         segment
             .log
@@ -861,6 +870,7 @@ impl Log {
     }
 
     async fn close_locked(&self, state: &mut State) -> Result<(), LogError> {
+        state.active_mut().seal_time_index().await?;
         let active = state.active();
         let mut files: Vec<File> = state.dirty.iter().map(|(_, f)| f.clone()).collect();
         files.extend([

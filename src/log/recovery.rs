@@ -223,6 +223,7 @@ pub(super) async fn recover(
                 });
                 cut = true;
             }
+            segment.final_time_entry();
             segment.write_indexes().await?;
         }
         expected_base = Some(segment.next_offset);

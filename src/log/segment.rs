@@ -64,6 +64,8 @@ pub struct Segment {
     pub time_index_bytes: u64,
     pub bytes_since_index: u64,
     pub max_timestamp: i64,
+    /// Base offset of the batch that holds `max_timestamp`.
+    pub max_timestamp_offset: i64,
     /// Wall-clock time of the segment's first append, for roll by time.
     pub first_append_ms: Option<i64>,
 }
@@ -104,6 +106,7 @@ impl Segment {
             time_index_bytes: 0,
             bytes_since_index: 0,
             max_timestamp: -1,
+            max_timestamp_offset: base_offset,
             first_append_ms: None,
         })
     }
@@ -140,6 +143,7 @@ impl Segment {
             time_index_bytes: 0,
             bytes_since_index: 0,
             max_timestamp: -1,
+            max_timestamp_offset: base_offset,
             first_append_ms: None,
         })
     }
@@ -358,6 +362,7 @@ impl Segment {
         let mut added = (None, None);
         if header.max_timestamp > self.max_timestamp {
             self.max_timestamp = header.max_timestamp;
+            self.max_timestamp_offset = header.base_offset;
             if due
                 && self
                     .time_index
@@ -385,6 +390,40 @@ impl Segment {
             self.bytes_since_index += len;
         }
         added
+    }
+
+    /// Adds a time-index entry for the segment's largest timestamp unless the index already
+    /// ends with it, as Kafka does when a segment stops being active: the time index then
+    /// names the maximum, so a reopen need not walk the segment to find it. Returns the entry
+    /// added, for the caller to write.
+    pub fn final_time_entry(&mut self) -> Option<TimeEntry> {
+        if self.max_timestamp < 0
+            || self
+                .time_index
+                .last()
+                .is_some_and(|e| e.timestamp >= self.max_timestamp)
+        {
+            return None;
+        }
+        let entry = TimeEntry {
+            timestamp: self.max_timestamp,
+            relative_offset: self.relative(self.max_timestamp_offset),
+        };
+        self.time_index.push(entry);
+        Some(entry)
+    }
+
+    /// [`Segment::final_time_entry`], written to the time index file.
+    pub async fn seal_time_index(&mut self) -> Result<(), LogError> {
+        if let Some(entry) = self.final_time_entry() {
+            let bytes = entry.encode();
+            self.time_index_file
+                .write_at(self.time_index_bytes, &bytes)
+                .await
+                .map_err(|e| LogError::io("write", self.time_index_file.path(), e))?;
+            self.time_index_bytes += bytes.len() as u64;
+        }
+        Ok(())
     }
 
     /// Rewrites both index files from the in-memory indexes.
@@ -450,6 +489,9 @@ impl Segment {
             None => (0, self.base_offset),
         };
         let mut max_timestamp = time_last.map_or(-1, |t| t.timestamp);
+        self.max_timestamp_offset = time_last.map_or(self.base_offset, |t| {
+            self.base_offset + i64::from(t.relative_offset)
+        });
         let mut time_entry_seen = time_last.is_none();
         let mut index_entry_seen = index_last.is_none();
         let mut since_index = 0;
@@ -487,7 +529,10 @@ impl Segment {
                     time_entry_seen = true;
                 }
             }
-            max_timestamp = max_timestamp.max(header.max_timestamp);
+            if header.max_timestamp > max_timestamp {
+                max_timestamp = header.max_timestamp;
+                self.max_timestamp_offset = header.base_offset;
+            }
             next = header.next_offset();
             if position + header.total_len() as u64 >= self.size
                 && next_base != Some(header.next_offset())
