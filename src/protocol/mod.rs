@@ -10,27 +10,59 @@ pub mod message;
 pub mod metadata;
 pub mod record_batch;
 pub mod wire;
+// Message modules, one file per API, grouped by milestone (keep each group's lines together):
+// @produce-consume-modules
+// @group-modules
+// @replication-modules
 
 use api_versions::ApiVersionsRequest;
+use message::Message;
 use metadata::MetadataRequest;
 
-/// The API keys whose messages are described so far.
-pub const API_KEYS_COVERED: &[i16] = &[MetadataRequest::API_KEY, ApiVersionsRequest::API_KEY];
+/// What the codec knows of one API: its key, the versions of its request and the first
+/// flexible version (`i16::MAX` if none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiInfo {
+    pub api_key: i16,
+    pub name: &'static str,
+    pub versions: (i16, i16),
+    pub flexible_from: i16,
+}
 
-/// The first flexible version of an API's request (and response), if the API is covered.
-fn flexible_from(api_key: i16) -> Option<i16> {
-    match api_key {
-        MetadataRequest::API_KEY => Some(MetadataRequest::FLEXIBLE_VERSIONS_FROM),
-        ApiVersionsRequest::API_KEY => Some(ApiVersionsRequest::FLEXIBLE_VERSIONS_FROM),
-        _ => None,
+/// The facts of an API, taken from its request's description.
+pub const fn api<M: Message>() -> ApiInfo {
+    ApiInfo {
+        api_key: M::API_KEY,
+        name: M::NAME,
+        versions: M::VERSIONS,
+        flexible_from: M::FLEXIBLE_VERSIONS_FROM,
     }
+}
+
+/// Every API whose messages are described, one line each.
+pub const APIS: &[ApiInfo] = &[
+    api::<MetadataRequest>(),
+    api::<ApiVersionsRequest>(),
+    // @produce-consume-apis
+    // @group-apis
+    // @replication-apis
+];
+
+/// The API keys whose messages are described so far.
+pub fn api_keys_covered() -> impl Iterator<Item = i16> {
+    APIS.iter().map(|a| a.api_key)
+}
+
+/// The described API with this key, if any.
+pub fn api_info(api_key: i16) -> Option<&'static ApiInfo> {
+    APIS.iter().find(|a| a.api_key == api_key)
 }
 
 /// The request header version a request of `api_key` at `api_version` carries: 2 in the API's
 /// flexible versions, 1 otherwise. `None` for an API not covered yet, for which guessing could
 /// misread the client id.
 pub fn request_header_version(api_key: i16, api_version: i16) -> Option<i16> {
-    let from = flexible_from(api_key)?;
+    let from = api_info(api_key)?.flexible_from;
     Some(if api_version >= from { 2 } else { 1 })
 }
 
@@ -38,9 +70,23 @@ pub fn request_header_version(api_key: i16, api_version: i16) -> Option<i16> {
 /// versions, 0 otherwise, and always 0 for ApiVersions, whose response a client must be able
 /// to read before it knows which versions the broker speaks (KIP-511).
 pub fn response_header_version(api_key: i16, api_version: i16) -> Option<i16> {
-    let from = flexible_from(api_key)?;
+    let from = api_info(api_key)?.flexible_from;
     if api_key == ApiVersionsRequest::API_KEY {
         return Some(0);
     }
     Some(if api_version >= from { 1 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocol_api_table_has_one_entry_per_key() {
+        let mut keys: Vec<i16> = api_keys_covered().collect();
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "an API key is listed twice");
+    }
 }
