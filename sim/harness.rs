@@ -22,6 +22,9 @@ use std::sync::{Arc, Mutex};
 pub const NODE_PROCESS: ProcessId = 0;
 pub const NEMESIS_PROCESS: ProcessId = 1_000;
 
+/// Simulated seconds after which a run counts as stuck.
+pub const SIMULATED_SECONDS_MAX: u64 = 120;
+
 /// What one run does.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -137,7 +140,11 @@ fn log_config(options: &Options) -> LogConfig {
 
 /// Runs one seed in a fresh simulation.
 pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let mut runtime =
+        madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    // A run lasts about 10 simulated seconds; one that goes on far longer is stuck (madsim
+    // panics with the seed in the message).
+    runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
     let options = options.clone();
     runtime.block_on(simulate(seed, options))
 }
@@ -414,6 +421,16 @@ async fn read_offline(
     let end = log.log_end_offset();
     while offset < end {
         match log.read(offset, 64 * 1024, end).await {
+            Ok(r) if r.next_offset <= offset => {
+                // Below the log end a read must make progress; anything else is a log bug,
+                // reported as such rather than looped on.
+                recorder.note(
+                    NODE_PROCESS,
+                    format!("offline read made no progress at {offset} (log end {end})"),
+                );
+                final_log.corruption_detected_at.get_or_insert(offset);
+                break;
+            }
             Ok(r) => match workload::decode_records(r.records, offset) {
                 Ok(records) => {
                     final_log.records.extend(records);
@@ -470,7 +487,11 @@ pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
     let began = std::time::Instant::now();
     let (mut ops, mut crashes, mut clean_closes, mut clean_opens) =
         (0usize, 0usize, 0usize, 0usize);
+    let verbose = std::env::var_os("SAMSA_SIM_VERBOSE").is_some();
     for seed in range.clone() {
+        if verbose {
+            eprintln!("{test_name}: seed {seed}");
+        }
         let outcome = run_seed(seed, options);
         ops += outcome.report.ops_ok + outcome.report.ops_failed + outcome.report.ops_unknown;
         crashes += outcome.crashes.len();

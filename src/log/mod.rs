@@ -685,6 +685,21 @@ impl Log {
                 format!("offset {offset} not found before the end of the segment"),
             ));
         };
+        if first.next_offset() > state.log_end_offset {
+            // Batches end exactly at the log end; one that claims to end beyond it has a
+            // damaged header. Refuse it rather than report "nothing yet" forever.
+            let err = segment.corrupt(
+                position,
+                format!(
+                    "batch at offset {} claims to end at {}, beyond the log end {}",
+                    first.base_offset,
+                    first.next_offset(),
+                    state.log_end_offset
+                ),
+            );
+            tracing::error!(error = %err, "refusing to serve corrupt batch");
+            return Err(err);
+        }
         if first.next_offset() > bound {
             return Ok(empty);
         }

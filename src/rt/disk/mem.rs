@@ -354,10 +354,12 @@ impl MemDisk {
                     .count();
             state.names = synced;
         }
-        // Files no name refers to any more are gone for good.
+        // Files that no name refers to, neither in the current namespace nor in the synced one
+        // (which a later power loss would bring back), are gone for good.
         let live: std::collections::BTreeSet<u64> = state
             .names
             .values()
+            .chain(state.synced_names.values())
             .filter_map(|e| match e {
                 Entry::File(ino) => Some(*ino),
                 Entry::Dir => None,
@@ -709,6 +711,36 @@ mod tests {
             let full: Vec<u8> = (0..4u8).flat_map(|i| [i + 1; 4]).collect();
             assert_eq!(image[..], full[..image.len()], "seed {seed}");
         }
+    }
+
+    /// A rename whose directory sync never happened, then a process crash, then a power
+    /// loss: the old name comes back and must still have its data (found by sim seed 638).
+    #[test]
+    fn a_name_only_the_synced_namespace_holds_survives_a_process_crash() {
+        let disk = MemDisk::new(1);
+        let old = disk.open("cp", OpenMode::Create).unwrap();
+        write_sync(&old, 0, b"old");
+        {
+            let mut state = disk.lock();
+            let inode = old.inode(&mut state).unwrap();
+            inode.synced = inode.data.clone();
+            inode.pending.clear();
+            state.synced_names = state.names.clone();
+        }
+        let new = disk.open("cp.tmp", OpenMode::Create).unwrap();
+        write_sync(&new, 0, b"new");
+        disk.rename("cp.tmp", "cp").unwrap();
+        let mut rng = SmallRng::seed_from_u64(3);
+        disk.crash(CrashMode::Process, &mut rng);
+        assert_eq!(disk.file_image("cp").unwrap(), b"new");
+        disk.crash(CrashMode::PowerLossDropUnsynced, &mut rng);
+        assert_eq!(
+            disk.file_image("cp").unwrap(),
+            b"old",
+            "the synced name's data must survive"
+        );
+        let reopened = disk.open("cp", OpenMode::Existing).unwrap();
+        assert_eq!(&reopened.read_at(0, 3).unwrap()[..], b"old");
     }
 
     #[test]
