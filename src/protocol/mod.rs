@@ -5,6 +5,7 @@
 //! messages themselves. This module also owns the choice of header version for an API version.
 
 pub mod api_versions;
+pub mod compression;
 pub mod header;
 pub mod message;
 pub mod metadata;

@@ -3,8 +3,10 @@
 //!
 //! This module owns the byte layout of a batch and of the records inside it, the zigzag varint
 //! codec that layout uses, the checks a broker makes before it trusts a batch, and a builder for
-//! uncompressed batches. It never copies record data: batches, keys and values come back as
-//! `Bytes` slices of the caller's buffer.
+//! batches. It never copies record data of an uncompressed batch: batches, keys and values come
+//! back as `Bytes` slices of the caller's buffer. A compressed batch's records are decompressed
+//! (by [`super::compression`], bounded by a limit so that a compression bomb is refused) into one
+//! buffer, and keys and values are `Bytes` slices of that buffer.
 //!
 //! Invariants:
 //! - A header returned by [`BatchHeader::parse`] has magic 2, a total size between
@@ -13,8 +15,9 @@
 //!   `last_offset` and `next_offset` are exact for it.
 //! - A batch that passes [`verify`] is complete and its stored CRC-32C matches its bytes.
 //! - A batch that passes [`validate`] has, in addition, a records count equal to
-//!   `last_offset_delta + 1` and a known compression codec; when it is uncompressed it also holds
-//!   exactly that many records with dense offset deltas `0..=last_offset_delta` in order, record
+//!   `last_offset_delta + 1` and a known compression codec; its records (after decompression,
+//!   which yields at most [`DECOMPRESSED_BATCH_BYTES_MAX`] bytes or the limit given to
+//!   [`validate_with_limit`]) hold exactly that many records with dense offset deltas `0..=last_offset_delta` in order, record
 //!   lengths that match their fields, no trailing bytes, record timestamps that do not overflow,
 //!   a `maxTimestamp` equal to the largest record timestamp under CreateTime, and UTF-8 header
 //!   keys.
@@ -27,6 +30,8 @@ use std::fmt;
 use std::ops::Range;
 
 use bytes::{BufMut, Bytes, BytesMut};
+
+use super::compression::{self, CompressionError};
 
 /// The bytes in front of every batch that are not counted by its `batchLength`: the
 /// `baseOffset` (8) and the `batchLength` itself (4).
@@ -42,6 +47,13 @@ pub const MAGIC_V2: i8 = 2;
 /// (`message.max.bytes`); this one exists so that no input can make us trust a length that
 /// would be absurd for any configuration.
 pub const BATCH_LEN_MAX: usize = 64 * 1024 * 1024;
+
+/// The default limit on the decompressed size of one compressed batch's records, used by
+/// [`validate`] and [`records`]: a batch whose records decompress to more is refused with
+/// [`BatchError::Decompression`]. It equals [`BATCH_LEN_MAX`], so every batch that
+/// [`BatchBuilder`] can make, compressed or not, is readable under it. Callers with a tighter
+/// budget use [`validate_with_limit`] and [`records_with_limit`].
+pub const DECOMPRESSED_BATCH_BYTES_MAX: usize = BATCH_LEN_MAX;
 
 /// The smallest legal `batchLength`: a header with no records after it.
 pub const BATCH_LENGTH_MIN: i32 = (BATCH_HEADER_LEN - LOG_OVERHEAD) as i32;
@@ -166,8 +178,12 @@ pub enum BatchError {
     CrcMismatch { stored: u32, computed: u32 },
     /// The compression bits hold an unassigned codec id (5, 6 or 7).
     InvalidCompression(i16),
-    /// The batch is compressed and this operation needs its records.
+    /// The batch is compressed and this operation needs its records. [`validate`] and
+    /// [`records`] decompress every codec and no longer return it.
     UnsupportedCompression(Compression),
+    /// The records of a compressed batch cannot be decompressed, or decompress to more than the
+    /// limit.
+    Decompression(CompressionError),
     /// The records count disagrees with `lastOffsetDelta`, which must be one less.
     OffsetRangeMismatch {
         records_count: i32,
@@ -239,6 +255,7 @@ impl fmt::Display for BatchError {
                 f,
                 "records of {codec}-compressed batches cannot be read yet"
             ),
+            BatchError::Decompression(err) => write!(f, "record batch records: {err}"),
             BatchError::OffsetRangeMismatch {
                 records_count,
                 last_offset_delta,
@@ -461,17 +478,26 @@ fn whole_batch<'a>(buf: &'a [u8], header: &BatchHeader) -> Result<&'a [u8], Batc
 }
 
 /// [`verify`] plus the checks a broker makes before appending a produced batch: the records
-/// count is `last_offset_delta + 1` and the compression codec is a known one. For uncompressed
-/// batches it then parses every record: the count matches `records_count`, the offset deltas are
-/// exactly `0..=last_offset_delta` in order, every record's length matches its fields, nothing
-/// trails the last record, every `base_timestamp + timestampDelta` fits in an i64, under
-/// CreateTime `max_timestamp` equals the largest record timestamp, and header keys are UTF-8.
+/// count is `last_offset_delta + 1` and the compression codec is a known one. It then parses
+/// every record, after decompressing them if the batch is compressed: the count matches
+/// `records_count`, the offset deltas are exactly `0..=last_offset_delta` in order, every
+/// record's length matches its fields, nothing trails the last record, every
+/// `base_timestamp + timestampDelta` fits in an i64, under CreateTime `max_timestamp` equals the
+/// largest record timestamp, and header keys are UTF-8.
 ///
-/// Compressed batches get only the header-level checks for now: their records are not looked
-/// at until decompression is implemented. Empty batches, which Kafka's log cleaner may leave
-/// behind but producers never send, fail the count check; use [`verify`] for batches read back
-/// from a compacted log.
+/// Compressed records may decompress to at most [`DECOMPRESSED_BATCH_BYTES_MAX`] bytes; see
+/// [`validate_with_limit`]. The decompressed bytes are dropped: the batch is stored as it came.
+/// Empty batches, which Kafka's log cleaner may leave behind but producers never send, fail the
+/// count check; use [`verify`] for batches read back from a compacted log.
 pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
+    validate_with_limit(buf, DECOMPRESSED_BATCH_BYTES_MAX)
+}
+
+/// [`validate`] with a limit of `max_decompressed` bytes on what a compressed batch's records
+/// may decompress to; a batch over it is [`BatchError::Decompression`] with
+/// [`CompressionError::OutputTooLarge`], refused without decoding or allocating past the limit.
+/// The limit does not apply to uncompressed batches, which are already in memory.
+pub fn validate_with_limit(buf: &[u8], max_decompressed: usize) -> Result<BatchHeader, BatchError> {
     let header = verify(buf)?;
     if i64::from(header.records_count) != i64::from(header.last_offset_delta) + 1 {
         return Err(BatchError::OffsetRangeMismatch {
@@ -479,12 +505,18 @@ pub fn validate(buf: &[u8]) -> Result<BatchHeader, BatchError> {
             last_offset_delta: header.last_offset_delta,
         });
     }
-    if header.compression()? != Compression::None {
-        return Ok(header);
-    }
-    let region = whole_batch(buf, &header)?
+    let codec = header.compression()?;
+    let stored = whole_batch(buf, &header)?
         .get(BATCH_HEADER_LEN..)
         .unwrap_or(&[]);
+    let decompressed;
+    let region = if codec == Compression::None {
+        stored
+    } else {
+        decompressed = compression::decompress(codec, stored, max_decompressed)
+            .map_err(BatchError::Decompression)?;
+        &decompressed[..]
+    };
     check_count_fits(&header, region.len())?;
 
     let mut cursor = Cursor::new(header.records_count);
@@ -659,8 +691,11 @@ pub struct Record {
     pub headers: Vec<Header>,
 }
 
-/// Lazily decodes the records of an uncompressed batch, with zero-copy `Bytes` slices for keys
-/// and values. Compressed batches are `Err(BatchError::UnsupportedCompression)`.
+/// Lazily decodes the records of a batch, with zero-copy `Bytes` slices for keys and values: of
+/// `batch` itself when it is uncompressed, of the one buffer its records decompress to
+/// otherwise. Compressed records are decompressed up front, to at most
+/// [`DECOMPRESSED_BATCH_BYTES_MAX`] bytes (see [`records_with_limit`]); a batch over the limit, or
+/// whose records do not decompress, is `Err(BatchError::Decompression)`.
 ///
 /// The header is parsed and the batch must be complete, but the CRC is not checked and offset
 /// deltas and timestamps are not cross-checked: that is [`validate`]'s job, and a batch read
@@ -669,19 +704,32 @@ pub struct Record {
 /// Under LogAppendTime every record reports the batch's `max_timestamp`, as Kafka's clients do.
 /// Bytes after the batch in `batch` are ignored.
 pub fn records(batch: &Bytes) -> Result<RecordIter, BatchError> {
+    records_with_limit(batch, DECOMPRESSED_BATCH_BYTES_MAX)
+}
+
+/// [`records`] with a limit of `max_decompressed` bytes on what a compressed batch's records may
+/// decompress to; a batch over it is [`BatchError::Decompression`] with
+/// [`CompressionError::OutputTooLarge`], refused without decoding or allocating past the limit.
+pub fn records_with_limit(
+    batch: &Bytes,
+    max_decompressed: usize,
+) -> Result<RecordIter, BatchError> {
     let header = BatchHeader::parse(batch)?;
     let total = whole_batch(batch, &header)?.len();
-    let compression = header.compression()?;
-    if compression != Compression::None {
-        return Err(BatchError::UnsupportedCompression(compression));
-    }
-    check_count_fits(&header, total - BATCH_HEADER_LEN)?;
+    let codec = header.compression()?;
+    let region = if codec == Compression::None {
+        batch.slice(BATCH_HEADER_LEN..total)
+    } else {
+        compression::decompress(codec, &batch[BATCH_HEADER_LEN..total], max_decompressed)
+            .map_err(BatchError::Decompression)?
+    };
+    check_count_fits(&header, region.len())?;
     let log_append_time = match header.timestamp_type() {
         TimestampType::CreateTime => None,
         TimestampType::LogAppendTime => Some(header.max_timestamp),
     };
     Ok(RecordIter {
-        records: batch.slice(BATCH_HEADER_LEN..total),
+        records: region,
         cursor: Cursor::new(header.records_count),
         base_offset: header.base_offset,
         base_timestamp: header.base_timestamp,
@@ -689,10 +737,10 @@ pub fn records(batch: &Bytes) -> Result<RecordIter, BatchError> {
     })
 }
 
-/// The records of one uncompressed batch; see [`records`].
+/// The records of one batch; see [`records`].
 #[derive(Clone, Debug)]
 pub struct RecordIter {
-    /// The batch's bytes after its header.
+    /// The batch's bytes after its header, decompressed if the batch is compressed.
     records: Bytes,
     cursor: Cursor,
     base_offset: i64,
@@ -944,11 +992,12 @@ fn decode_record(region: &[u8], pos: &mut usize, index: usize) -> Result<RawReco
     })
 }
 
-/// Builds an uncompressed magic-v2 batch with a correct CRC, encoding each record as it is
-/// pushed so that `build` only has to prepend the header.
+/// Builds a magic-v2 batch with a correct CRC, encoding each record as it is pushed so that
+/// `build` only has to compress them (if a codec is set) and prepend the header.
 #[derive(Clone, Debug)]
 pub struct BatchBuilder {
     base_offset: i64,
+    compression: Compression,
     partition_leader_epoch: i32,
     producer_id: i64,
     producer_epoch: i16,
@@ -966,6 +1015,7 @@ impl BatchBuilder {
     pub fn new(base_offset: i64) -> Self {
         BatchBuilder {
             base_offset,
+            compression: Compression::None,
             partition_leader_epoch: -1,
             producer_id: -1,
             producer_epoch: -1,
@@ -983,6 +1033,13 @@ impl BatchBuilder {
         self.producer_id = producer_id;
         self.producer_epoch = producer_epoch;
         self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Compresses the records with `codec` when the batch is built, in the form Kafka's Java
+    /// client writes (see [`compression::compress`]); the CRC covers the compressed bytes.
+    pub fn compression(mut self, codec: Compression) -> Self {
+        self.compression = codec;
         self
     }
 
@@ -1067,19 +1124,33 @@ impl BatchBuilder {
         self.count == 0
     }
 
-    /// Prepends the header and fills in the CRC. The base timestamp is the first record's
-    /// timestamp and the max timestamp the largest one.
+    /// Compresses the records if a codec is set, prepends the header and fills in the CRC. The
+    /// base timestamp is the first record's timestamp and the max timestamp the largest one.
     ///
     /// # Panics
-    /// If no record was pushed: an empty batch has no valid `lastOffsetDelta`.
+    /// If no record was pushed: an empty batch has no valid `lastOffsetDelta`. If compression
+    /// fails, which the in-memory encoders never do, or makes the batch larger than
+    /// [`BATCH_LEN_MAX`].
     pub fn build(self) -> BytesMut {
         assert!(
             !self.is_empty(),
             "cannot build a record batch with no records"
         );
-        let total = BATCH_HEADER_LEN + self.records.len();
+        let compressed;
+        let payload: &[u8] = if self.compression == Compression::None {
+            &self.records
+        } else {
+            compressed = compression::compress(self.compression, &self.records)
+                .unwrap_or_else(|e| panic!("building a record batch: {e}"));
+            &compressed
+        };
+        let total = BATCH_HEADER_LEN + payload.len();
+        assert!(
+            total <= BATCH_LEN_MAX,
+            "compressed record batch of {total} bytes exceeds BATCH_LEN_MAX ({BATCH_LEN_MAX} bytes)"
+        );
         let count = builder_len(self.count);
-        let mut attributes: i16 = Compression::None.id();
+        let mut attributes: i16 = self.compression.id();
         if self.transactional {
             attributes |= TRANSACTIONAL_BIT;
         }
@@ -1097,7 +1168,7 @@ impl BatchBuilder {
         out.put_i16(self.producer_epoch);
         out.put_i32(self.base_sequence);
         out.put_i32(count);
-        out.extend_from_slice(&self.records);
+        out.extend_from_slice(payload);
         let crc = compute_crc(&out);
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         out
@@ -1600,13 +1671,17 @@ mod tests {
         ] {
             assert_eq!(Compression::from_id(codec.id()), Some(codec));
             let b = with_attributes(codec.id() | TRANSACTIONAL_BIT);
-            // Compressed batches only get the header-level checks for now.
-            let header = validate(&b).expect("header-level checks pass");
+            // Uncompressed records behind a codec's bits do not decompress.
+            let header = verify(&b).expect("verify ignores the codec");
             assert_eq!(header.compression(), Ok(codec));
-            assert_eq!(
+            assert!(matches!(
+                validate(&b),
+                Err(BatchError::Decompression(CompressionError::Corrupt { codec: c, .. })) if c == codec
+            ));
+            assert!(matches!(
                 records(&Bytes::from(b)).err(),
-                Some(BatchError::UnsupportedCompression(codec))
-            );
+                Some(BatchError::Decompression(CompressionError::Corrupt { codec: c, .. })) if c == codec
+            ));
         }
     }
 
@@ -1893,6 +1968,148 @@ mod tests {
         let _ = BatchBuilder::new(0).build();
     }
 
+    const ALL_CODECS: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
+    fn compressed_batch(codec: Compression, values: &[&[u8]]) -> Bytes {
+        let mut builder = BatchBuilder::new(100).producer(7, 1, 0).compression(codec);
+        for (i, value) in values.iter().enumerate() {
+            let key = format!("key-{i}");
+            builder.push(
+                1_700_000_000_000 + i as i64,
+                Some(key.as_bytes()),
+                Some(value),
+                &[("h", Some(b"v".as_slice()))],
+            );
+        }
+        builder.build().freeze()
+    }
+
+    #[test]
+    fn protocol_compressed_batches_round_trip_every_codec() {
+        let values: Vec<Vec<u8>> = (0..50)
+            .map(|i| format!("value {i} ").repeat(i + 1).into_bytes())
+            .collect();
+        let values: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let plain = compressed_batch(Compression::None, &values);
+        for codec in ALL_CODECS {
+            let batch = compressed_batch(codec, &values);
+            let header = validate(&batch).unwrap_or_else(|e| panic!("{codec}: {e}"));
+            assert_eq!(header.compression(), Ok(codec));
+            assert_eq!(header.records_count, 50);
+            assert_eq!(header.max_timestamp, 1_700_000_000_049);
+            assert_eq!(header.producer_id, 7);
+            if codec != Compression::None {
+                assert!(batch.len() < plain.len(), "{codec} did not compress");
+            }
+            let decoded: Vec<Record> = records(&batch)
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap_or_else(|e| panic!("{codec}: {e}"));
+            assert_eq!(decoded.len(), values.len());
+            for (i, record) in decoded.iter().enumerate() {
+                assert_eq!(record.offset, 100 + i as i64);
+                assert_eq!(record.timestamp, 1_700_000_000_000 + i as i64);
+                assert_eq!(record.key.as_deref(), Some(format!("key-{i}").as_bytes()));
+                assert_eq!(record.value.as_deref(), Some(values[i]));
+                assert_eq!(record.headers[0].key, "h");
+            }
+            // Keys and values are slices of one buffer (the batch, or its decompressed
+            // records), in order: no copy per record.
+            let span_start = decoded[0].key.as_ref().unwrap().as_ptr() as usize;
+            let last = decoded[49].value.as_ref().unwrap();
+            let span_end = last.as_ptr() as usize + last.len();
+            assert!(span_end > span_start && span_end - span_start < plain.len());
+        }
+    }
+
+    #[test]
+    fn protocol_compressed_batch_crc_covers_the_compressed_bytes() {
+        for codec in ALL_CODECS {
+            let mut batch = compressed_batch(codec, &[b"some value", b"another value"]).to_vec();
+            let header = verify(&batch).unwrap();
+            assert_eq!(header.crc, compute_crc(&batch));
+            let last = batch.len() - 1;
+            batch[last] ^= 0x01;
+            assert!(matches!(
+                verify(&batch),
+                Err(BatchError::CrcMismatch { .. })
+            ));
+            // With the CRC repaired, the damage is found by decompression or record checks,
+            // except in snappy, which has no checksum of its own: its last byte is a literal
+            // of the last header value, and the batch CRC is all that protects it.
+            fix_crc(&mut batch);
+            if codec != Compression::None && codec != Compression::Snappy {
+                assert!(
+                    validate(&batch).is_err(),
+                    "{codec}: damaged payload validated"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn protocol_compressed_batch_bomb_is_refused_under_the_limit() {
+        let zeros = vec![0u8; 8 * 1024 * 1024];
+        for codec in ALL_CODECS.into_iter().skip(1) {
+            let batch = compressed_batch(codec, &[&zeros]);
+            assert!(batch.len() < 1024 * 1024, "{codec}: {} bytes", batch.len());
+            let refused = BatchError::Decompression(CompressionError::OutputTooLarge {
+                codec,
+                limit: 1024 * 1024,
+            });
+            assert_eq!(
+                validate_with_limit(&batch, 1024 * 1024),
+                Err(refused.clone())
+            );
+            assert_eq!(
+                records_with_limit(&batch, 1024 * 1024).err(),
+                Some(refused.clone())
+            );
+            assert!(refused.to_string().contains(&codec.to_string()));
+            // Under the default limit the same batch is fine.
+            validate(&batch).unwrap();
+            let record = records(&batch).unwrap().next().unwrap().unwrap();
+            assert_eq!(record.value.map(|v| v.len()), Some(zeros.len()));
+        }
+    }
+
+    #[test]
+    fn protocol_compressed_batch_record_checks_apply_after_decompression() {
+        // A compressed batch whose header claims one record more than it holds.
+        for codec in ALL_CODECS.into_iter().skip(1) {
+            let mut batch = compressed_batch(codec, &[b"a", b"b"]).to_vec();
+            batch[LAST_OFFSET_DELTA_AT..LAST_OFFSET_DELTA_AT + 4]
+                .copy_from_slice(&2i32.to_be_bytes());
+            batch[RECORDS_COUNT_AT..RECORDS_COUNT_AT + 4].copy_from_slice(&3i32.to_be_bytes());
+            fix_crc(&mut batch);
+            assert_eq!(
+                validate(&batch),
+                Err(BatchError::RecordCountMismatch {
+                    header: 3,
+                    actual: 2
+                }),
+                "{codec}"
+            );
+            // A wrong maxTimestamp is caught inside compressed batches too.
+            let mut batch = compressed_batch(codec, &[b"a", b"b"]).to_vec();
+            batch[MAX_TIMESTAMP_AT..MAX_TIMESTAMP_AT + 8].copy_from_slice(&5i64.to_be_bytes());
+            fix_crc(&mut batch);
+            assert!(
+                matches!(
+                    validate(&batch),
+                    Err(BatchError::MaxTimestampMismatch { .. })
+                ),
+                "{codec}"
+            );
+        }
+    }
+
     /// A record to push: timestamp, key, value and headers.
     type ArbRecord = (
         i64,
@@ -1960,6 +2177,54 @@ mod tests {
             }
             for item in batches(bytes) {
                 let _ = item;
+            }
+        }
+
+        #[test]
+        fn protocol_compressed_builder_round_trips(
+            codec in prop::sample::select(ALL_CODECS.to_vec()),
+            recs in proptest::collection::vec(arb_record(), 1..20),
+        ) {
+            let mut builder = BatchBuilder::new(0).compression(codec);
+            for (timestamp, key, value, headers) in &recs {
+                let headers: Vec<(&str, Option<&[u8]>)> = headers
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_deref()))
+                    .collect();
+                builder.push(*timestamp, key.as_deref(), value.as_deref(), &headers);
+            }
+            let batch = builder.build().freeze();
+            let header = validate(&batch).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(header.compression(), Ok(codec));
+            let decoded: Vec<Record> = records(&batch)
+                .and_then(|iter| iter.collect::<Result<Vec<Record>, BatchError>>())
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(decoded.len(), recs.len());
+            for (record, (timestamp, key, value, _)) in decoded.iter().zip(&recs) {
+                prop_assert_eq!(record.timestamp, *timestamp);
+                prop_assert_eq!(record.key.as_deref(), key.as_deref());
+                prop_assert_eq!(record.value.as_deref(), value.as_deref());
+            }
+        }
+
+        #[test]
+        fn protocol_mutated_compressed_batches_never_panic(
+            codec in prop::sample::select(ALL_CODECS.to_vec()),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        ) {
+            // Damage behind a repaired CRC reaches the decompressor and the record decoder.
+            let mut batch = compressed_batch(codec, &[b"first value", b"second value"]).to_vec();
+            for (at, byte) in edits {
+                let at = BATCH_HEADER_LEN + at.index(batch.len() - BATCH_HEADER_LEN);
+                batch[at] = byte;
+            }
+            fix_crc(&mut batch);
+            let bytes = Bytes::from(batch);
+            let _ = validate_with_limit(&bytes, 64 * 1024);
+            if let Ok(iter) = records_with_limit(&bytes, 64 * 1024) {
+                for record in iter {
+                    let _ = record;
+                }
             }
         }
 
