@@ -303,7 +303,7 @@ fn header_versions_match_kafka_protocol() {
     assert_eq!(request_header_version(3, 9), Some(2));
     assert_eq!(response_header_version(3, 8), Some(0));
     assert_eq!(response_header_version(3, 13), Some(1));
-    assert_eq!(request_header_version(0, 9), None);
+    assert_eq!(request_header_version(1000, 9), None);
     // kafka-protocol agrees for every covered version.
     use kafka_protocol::messages::ApiKey;
     for v in 0..=4 {

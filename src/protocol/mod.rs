@@ -13,8 +13,45 @@ pub mod record_batch;
 pub mod wire;
 // Message modules, one file per API, grouped by milestone (keep each group's lines together):
 // @produce-consume-modules
+pub mod alter_configs;
+pub mod create_partitions;
+pub mod create_topics;
+pub mod delete_records;
+pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_log_dirs;
+pub mod fetch;
+pub mod find_coordinator;
+pub mod incremental_alter_configs;
+pub mod init_producer_id;
+pub mod list_offsets;
+pub mod produce;
 // @group-modules
+pub mod delete_groups;
+pub mod describe_groups;
+pub mod heartbeat;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
+pub mod sync_group;
 // @replication-modules
+pub mod alter_partition;
+pub mod alter_partition_reassignments;
+pub mod begin_quorum_epoch;
+pub mod broker_heartbeat;
+pub mod broker_registration;
+pub mod describe_quorum;
+pub mod describe_topic_partitions;
+pub mod elect_leaders;
+pub mod end_quorum_epoch;
+pub mod fetch_snapshot;
+pub mod list_partition_reassignments;
+pub mod offset_for_leader_epoch;
+pub mod vote;
 
 use api_versions::ApiVersionsRequest;
 use message::Message;
@@ -45,8 +82,45 @@ pub const APIS: &[ApiInfo] = &[
     api::<MetadataRequest>(),
     api::<ApiVersionsRequest>(),
     // @produce-consume-apis
+    api::<produce::ProduceRequest>(),
+    api::<fetch::FetchRequest>(),
+    api::<list_offsets::ListOffsetsRequest>(),
+    api::<find_coordinator::FindCoordinatorRequest>(),
+    api::<create_topics::CreateTopicsRequest>(),
+    api::<delete_topics::DeleteTopicsRequest>(),
+    api::<delete_records::DeleteRecordsRequest>(),
+    api::<init_producer_id::InitProducerIdRequest>(),
+    api::<describe_configs::DescribeConfigsRequest>(),
+    api::<alter_configs::AlterConfigsRequest>(),
+    api::<describe_log_dirs::DescribeLogDirsRequest>(),
+    api::<create_partitions::CreatePartitionsRequest>(),
+    api::<incremental_alter_configs::IncrementalAlterConfigsRequest>(),
+    api::<describe_cluster::DescribeClusterRequest>(),
     // @group-apis
+    api::<offset_commit::OffsetCommitRequest>(),
+    api::<offset_fetch::OffsetFetchRequest>(),
+    api::<join_group::JoinGroupRequest>(),
+    api::<heartbeat::HeartbeatRequest>(),
+    api::<leave_group::LeaveGroupRequest>(),
+    api::<sync_group::SyncGroupRequest>(),
+    api::<describe_groups::DescribeGroupsRequest>(),
+    api::<list_groups::ListGroupsRequest>(),
+    api::<delete_groups::DeleteGroupsRequest>(),
+    api::<offset_delete::OffsetDeleteRequest>(),
     // @replication-apis
+    api::<offset_for_leader_epoch::OffsetForLeaderEpochRequest>(),
+    api::<elect_leaders::ElectLeadersRequest>(),
+    api::<alter_partition_reassignments::AlterPartitionReassignmentsRequest>(),
+    api::<list_partition_reassignments::ListPartitionReassignmentsRequest>(),
+    api::<vote::VoteRequest>(),
+    api::<begin_quorum_epoch::BeginQuorumEpochRequest>(),
+    api::<end_quorum_epoch::EndQuorumEpochRequest>(),
+    api::<describe_quorum::DescribeQuorumRequest>(),
+    api::<alter_partition::AlterPartitionRequest>(),
+    api::<fetch_snapshot::FetchSnapshotRequest>(),
+    api::<broker_registration::BrokerRegistrationRequest>(),
+    api::<broker_heartbeat::BrokerHeartbeatRequest>(),
+    api::<describe_topic_partitions::DescribeTopicPartitionsRequest>(),
 ];
 
 /// The API keys whose messages are described so far.

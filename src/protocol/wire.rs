@@ -946,6 +946,46 @@ pub mod kt {
             }
         }
     }
+
+    /// A struct field with nullable versions (e.g. DescribeTopicPartitions' `Cursor`): an int8
+    /// marker, -1 for null or 1 followed by the struct. As Kafka's own reader does, any
+    /// negative marker reads as null and any other as present. Kafka's default for it is null.
+    pub struct NullableStruct<T>(std::marker::PhantomData<T>);
+
+    impl<T: WireType> WireType for NullableStruct<T> {
+        type Value = Option<T::Value>;
+        fn default_value() -> Self::Value {
+            None
+        }
+        fn len_min(_: Ctx) -> usize {
+            1
+        }
+        fn encode(value: &Self::Value, out: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+            match value {
+                Some(v) => {
+                    out.put_i8(1);
+                    T::encode(v, out, ctx)
+                }
+                None if ctx.nullable => {
+                    out.put_i8(-1);
+                    Ok(())
+                }
+                None => Err(EncodeError::new(EncodeErrorKind::NullNotAllowed)),
+            }
+        }
+        fn encoded_len(value: &Self::Value, ctx: Ctx) -> usize {
+            1 + value.as_ref().map_or(0, |v| T::encoded_len(v, ctx))
+        }
+        fn decode(r: &mut Reader, ctx: Ctx) -> Result<Self::Value, DecodeError> {
+            if r.i8()? >= 0 {
+                T::decode(r, ctx).map(Some)
+            } else if ctx.nullable {
+                Ok(None)
+            } else {
+                Err(null_not_allowed())
+            }
+        }
+    }
 }
 
 #[cfg(test)]
