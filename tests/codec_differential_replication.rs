@@ -14,7 +14,7 @@
 
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages as kp;
-use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_protocol::protocol::Encodable;
 use proptest::prelude::*;
 use samsa::protocol::alter_partition::*;
 use samsa::protocol::alter_partition_reassignments::*;
@@ -28,7 +28,6 @@ use samsa::protocol::end_quorum_epoch::*;
 use samsa::protocol::fetch_snapshot::*;
 use samsa::protocol::list_partition_reassignments::*;
 use samsa::protocol::offset_for_leader_epoch::*;
-use samsa::protocol::record_batch::write_unsigned_varint;
 use samsa::protocol::vote::*;
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{api_info, request_header_version, response_header_version};
@@ -37,68 +36,9 @@ use samsa::protocol::{api_info, request_header_version, response_header_version}
 mod strategies;
 use strategies::{versioned, Msg};
 
-fn samsa_bytes<M: Msg>(m: &M, v: i16) -> Bytes {
-    let mut out = BytesMut::new();
-    m.enc(&mut out, v).expect("valid value encodes");
-    out.freeze()
-}
-
-/// Decodes with `kafka-protocol`, requiring every byte consumed, and re-encodes.
-fn kafka_roundtrip<T: Encodable + Decodable>(bytes: &Bytes, v: i16) -> (Bytes, usize) {
-    let mut buf = bytes.clone();
-    let k = T::decode(&mut buf, v).expect("kafka-protocol decodes Samsa's bytes");
-    assert_eq!(buf.len(), 0, "kafka-protocol left bytes undecoded");
-    let mut out = BytesMut::new();
-    k.encode(&mut out, v).expect("kafka-protocol re-encodes");
-    (
-        out.freeze(),
-        k.compute_size(v).expect("kafka-protocol sizes"),
-    )
-}
-
-fn differential<M: Msg, T: Encodable + Decodable>(
-    v: i16,
-    m: &M,
-    top_tagged_empty: bool,
-) -> Result<(), TestCaseError> {
-    let ours = samsa_bytes(m, v);
-    prop_assert_eq!(ours.len(), m.len(v), "encoded_len disagrees with encode");
-
-    let (theirs, their_size) = kafka_roundtrip::<T>(&ours, v);
-    prop_assert_eq!(
-        &ours[..],
-        &theirs[..],
-        "{} v{}: kafka-protocol re-encoding differs",
-        M::NAME,
-        v
-    );
-    prop_assert_eq!(their_size, ours.len());
-
-    let back = M::dec_exact(theirs.clone(), v).map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&back, m);
-    prop_assert_eq!(&samsa_bytes(&back, v)[..], &ours[..]);
-
-    // An unknown tagged field at the end of the top-level tagged section (the single byte 0
-    // when it is empty).
-    if v >= M::FLEXIBLE_VERSIONS_FROM && top_tagged_empty {
-        prop_assert_eq!(ours.last(), Some(&0u8));
-        let mut spliced = BytesMut::from(&ours[..ours.len() - 1]);
-        write_unsigned_varint(&mut spliced, 1);
-        write_unsigned_varint(&mut spliced, 1000);
-        write_unsigned_varint(&mut spliced, 3);
-        spliced.extend_from_slice(b"xyz");
-        let spliced = spliced.freeze();
-        let (theirs, _) = kafka_roundtrip::<T>(&spliced, v);
-        prop_assert_eq!(
-            &theirs[..],
-            &spliced[..],
-            "kafka-protocol keeps unknown tags"
-        );
-        let skipped = M::dec_exact(spliced, v).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(&skipped, m);
-    }
-    Ok(())
-}
+#[path = "support/differential_support.rs"]
+mod differential_support;
+use differential_support::{differential, kafka_default_roundtrip, samsa_bytes};
 
 fn config() -> ProptestConfig {
     ProptestConfig {
@@ -268,11 +208,7 @@ differential_test!(
 /// same schema defaults).
 fn kafka_defaults<M: Msg, T: Encodable + Default>() {
     for v in M::VERSIONS.0..=M::VERSIONS.1 {
-        let mut theirs = BytesMut::new();
-        T::default().encode(&mut theirs, v).unwrap();
-        let theirs = theirs.freeze();
-        let m = M::dec_exact(theirs.clone(), v).unwrap_or_else(|e| panic!("{} v{v}: {e}", M::NAME));
-        assert_eq!(samsa_bytes(&m, v), theirs, "{} v{v}", M::NAME);
+        let (_, theirs) = kafka_default_roundtrip::<M, T>(v);
         assert_eq!(
             samsa_bytes(&M::default(), v),
             theirs,

@@ -48,7 +48,7 @@ msg!(MetadataRequest, metadata_request);
 msg!(MetadataResponse, metadata_response);
 
 /// A value that exists only when `present`; otherwise the field's default.
-fn when<T: Clone + std::fmt::Debug + 'static>(
+pub fn when<T: Clone + std::fmt::Debug + 'static>(
     present: bool,
     s: impl Strategy<Value = T> + 'static,
     default: T,
@@ -65,7 +65,8 @@ pub fn string() -> BoxedStrategy<String> {
     prop_oneof![3 => "[a-z0-9._-]{0,10}", 1 => "\\PC{0,4}"].boxed()
 }
 
-fn nullable_string(null_allowed: bool) -> BoxedStrategy<Option<String>> {
+/// A string that may be null only where `null_allowed`.
+pub fn nullable_string(null_allowed: bool) -> BoxedStrategy<Option<String>> {
     if null_allowed {
         option::of(string()).boxed()
     } else {
@@ -73,8 +74,9 @@ fn nullable_string(null_allowed: bool) -> BoxedStrategy<Option<String>> {
     }
 }
 
-fn uuid() -> impl Strategy<Value = Uuid> {
-    any::<[u8; 16]>().prop_map(Uuid)
+/// Any UUID.
+pub fn uuid() -> BoxedStrategy<Uuid> {
+    any::<[u8; 16]>().prop_map(Uuid).boxed()
 }
 
 pub fn request_header(v: i16) -> BoxedStrategy<RequestHeader> {

@@ -28,6 +28,7 @@ use samsa::protocol::wire::Uuid;
 pub mod base;
 #[allow(unused_imports)]
 pub use base::{encoded, string, versioned, Msg};
+use base::{nullable_string, uuid, when};
 
 macro_rules! msg {
     ($t:ident, $strategy:ident) => {
@@ -60,28 +61,6 @@ msg!(DeleteGroupsResponse, delete_groups_response);
 msg!(OffsetDeleteRequest, offset_delete_request);
 msg!(OffsetDeleteResponse, offset_delete_response);
 
-/// A value that exists only when `present`; otherwise the field's default.
-fn when<T: Clone + std::fmt::Debug + 'static>(
-    present: bool,
-    s: impl Strategy<Value = T> + 'static,
-    default: T,
-) -> BoxedStrategy<T> {
-    if present {
-        s.boxed()
-    } else {
-        Just(default).boxed()
-    }
-}
-
-/// A string that may be null only where `null_allowed`.
-fn nullable_string(null_allowed: bool) -> BoxedStrategy<Option<String>> {
-    if null_allowed {
-        option::of(string()).boxed()
-    } else {
-        string().prop_map(Some).boxed()
-    }
-}
-
 /// A nullable string with default null that exists only when `present`.
 fn opt_string(present: bool) -> BoxedStrategy<Option<String>> {
     when(present, option::of(string()), None)
@@ -94,10 +73,6 @@ fn string_when(present: bool) -> BoxedStrategy<String> {
 
 fn bytes() -> BoxedStrategy<Bytes> {
     vec(any::<u8>(), 0..12).prop_map(Bytes::from).boxed()
-}
-
-fn uuid() -> BoxedStrategy<Uuid> {
-    any::<[u8; 16]>().prop_map(Uuid).boxed()
 }
 
 fn strings() -> BoxedStrategy<Vec<String>> {

@@ -21,6 +21,12 @@ use samsa::protocol::{
     list_offsets as lo, produce as p,
 };
 
+// The small helpers shared with the other strategy files. This file keeps its own `Msg`, which
+// also says whether a value's top-level tagged section is empty.
+#[path = "codec_strategies.rs"]
+mod base;
+use base::{nullable_string, string, uuid, when};
+
 /// A message the codec tests drive generically: Samsa's [`Message`] plus a strategy.
 pub trait Msg: Message + 'static {
     fn strategy(version: i16) -> BoxedStrategy<Self>;
@@ -100,40 +106,9 @@ msg!(cp::CreatePartitionsResponse, create_partitions_response);
 msg!(dc::DescribeClusterRequest, describe_cluster_request);
 msg!(dc::DescribeClusterResponse, describe_cluster_response);
 
-/// A value that exists only when `present`; otherwise the field's default.
-fn when<T: Clone + std::fmt::Debug + 'static>(
-    present: bool,
-    s: impl Strategy<Value = T> + 'static,
-    default: T,
-) -> BoxedStrategy<T> {
-    if present {
-        s.boxed()
-    } else {
-        Just(default).boxed()
-    }
-}
-
-/// Strings with multi-byte characters too, so lengths are counted in bytes.
-fn string() -> BoxedStrategy<String> {
-    prop_oneof![3 => "[a-z0-9._-]{0,10}", 1 => "\\PC{0,4}"].boxed()
-}
-
-/// A nullable string: null only when allowed.
-fn nstring(null_allowed: bool) -> BoxedStrategy<Option<String>> {
-    if null_allowed {
-        option::of(string()).boxed()
-    } else {
-        string().prop_map(Some).boxed()
-    }
-}
-
 /// A field that exists from `from` and is nullable wherever it exists.
 fn nstring_from(v: i16, from: i16, default: Option<String>) -> BoxedStrategy<Option<String>> {
     when(v >= from, option::of(string()), default)
-}
-
-fn uuid() -> BoxedStrategy<Uuid> {
-    any::<[u8; 16]>().prop_map(Uuid).boxed()
 }
 
 /// Record data: opaque bytes (neither implementation looks inside), or null.
@@ -668,7 +643,7 @@ fn delete_topics_request(v: i16) -> BoxedStrategy<dt::DeleteTopicsRequest> {
 
 fn delete_topics_response(v: i16) -> BoxedStrategy<dt::DeleteTopicsResponse> {
     let result = (
-        nstring(v >= 6),
+        nullable_string(v >= 6),
         when(v >= 6, uuid(), Uuid::ZERO),
         any::<i16>(),
         nstring_from(v, 5, None),

@@ -32,6 +32,7 @@ mod base;
 // Each test uses part of these.
 #[allow(unused_imports)]
 pub use base::{encoded, string, versioned, Msg};
+use base::{nullable_string, when};
 
 macro_rules! msg {
     ($t:ident, $strategy:ident) => {
@@ -90,27 +91,6 @@ msg!(
     DescribeTopicPartitionsResponse,
     describe_topic_partitions_response
 );
-
-/// A value that exists only when `present`; otherwise the field's default.
-fn when<T: Clone + std::fmt::Debug + 'static>(
-    present: bool,
-    s: impl Strategy<Value = T> + 'static,
-    default: T,
-) -> BoxedStrategy<T> {
-    if present {
-        s.boxed()
-    } else {
-        Just(default).boxed()
-    }
-}
-
-fn nullable_string(null_allowed: bool) -> BoxedStrategy<Option<String>> {
-    if null_allowed {
-        option::of(string()).boxed()
-    } else {
-        string().prop_map(Some).boxed()
-    }
-}
 
 fn uuid() -> BoxedStrategy<Uuid> {
     prop_oneof![1 => Just(Uuid::ZERO), 3 => any::<[u8; 16]>().prop_map(Uuid)].boxed()
