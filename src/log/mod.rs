@@ -327,7 +327,7 @@ impl Log {
         clock: Clock,
     ) -> Result<(Arc<Log>, RecoveryReport), LogError> {
         config.validate()?;
-        let (segments, report) = recovery::recover(&disk, dir, &config, &clock).await?;
+        let (segments, report) = recovery::recover(&disk, dir, &config).await?;
         let now = time::now();
         let state = State {
             log_start_offset: segments.values().next().map_or(0, |s| s.base_offset),
@@ -632,12 +632,8 @@ impl Log {
             recovery_point <= self.durable_end_offset(),
             "checkpoint above durable end"
         );
-        let path = join(&self.dir, RECOVERY_POINT_FILE);
-        let text = recovery::encode_checkpoint(recovery_point);
-        if let Err(e) = self.disk.write_file_atomic(&path, text.as_bytes()).await {
-            return Err(self
-                .go_offline(LogError::io("write checkpoint", &path, e))
-                .await);
+        if let Err(e) = recovery::write_checkpoint(&self.disk, &self.dir, recovery_point).await {
+            return Err(self.go_offline(e).await);
         }
         let mut state = self.state.lock().await;
         state.last_checkpoint = time::now();
@@ -804,14 +800,7 @@ impl Log {
         let new_end = cut.base_offset;
         // Lower the recovery point first: a crash half-way must not trust the cut data.
         let recovery_point = new_end.min(state.durable_end_offset);
-        let path = join(&self.dir, RECOVERY_POINT_FILE);
-        self.disk
-            .write_file_atomic(
-                &path,
-                recovery::encode_checkpoint(recovery_point).as_bytes(),
-            )
-            .await
-            .map_err(|e| LogError::io("write checkpoint", &path, e))?;
+        recovery::write_checkpoint(&self.disk, &self.dir, recovery_point).await?;
         let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
         for b in doomed {
             if let Some(seg) = state.segments.remove(&b) {
@@ -908,11 +897,7 @@ impl Log {
         state.durable_end_offset = end;
         self.durable_end_offset.store(end, Ordering::Release);
         state.check_invariants();
-        let checkpoint = join(&self.dir, RECOVERY_POINT_FILE);
-        self.disk
-            .write_file_atomic(&checkpoint, recovery::encode_checkpoint(end).as_bytes())
-            .await
-            .map_err(|e| LogError::io("write checkpoint", &checkpoint, e))?;
+        recovery::write_checkpoint(&self.disk, &self.dir, end).await?;
         let marker = join(&self.dir, CLEAN_SHUTDOWN_FILE);
         self.disk
             .write_file_atomic(&marker, b"")

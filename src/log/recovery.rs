@@ -17,7 +17,6 @@
 
 use super::segment::{parse_log_name, Segment};
 use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE};
-use crate::rt::clock::Clock;
 use crate::rt::disk::{join, Disk};
 use std::collections::BTreeMap;
 
@@ -51,6 +50,19 @@ pub fn encode_checkpoint(recovery_point: i64) -> String {
     format!("0\n{recovery_point}\n")
 }
 
+/// Writes the recovery point checkpoint of the log in `dir` durably and atomically. Callers
+/// pass an offset below which everything is synced.
+pub(super) async fn write_checkpoint(
+    disk: &Disk,
+    dir: &str,
+    recovery_point: i64,
+) -> Result<(), LogError> {
+    let path = join(dir, RECOVERY_POINT_FILE);
+    disk.write_file_atomic(&path, encode_checkpoint(recovery_point).as_bytes())
+        .await
+        .map_err(|e| LogError::io("write checkpoint", &path, e))
+}
+
 /// Parses a checkpoint file; `Err` says why it cannot be used.
 pub fn decode_checkpoint(bytes: &[u8]) -> Result<i64, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
@@ -76,7 +88,6 @@ pub(super) async fn recover(
     disk: &Disk,
     dir: &str,
     config: &LogConfig,
-    _clock: &Clock,
 ) -> Result<(BTreeMap<i64, Segment>, RecoveryReport), LogError> {
     let io = |op: &'static str, path: &str| {
         let path = path.to_string();
@@ -249,10 +260,7 @@ pub(super) async fn recover(
             "log ends below its recovery point"
         );
     }
-    let text = encode_checkpoint(end);
-    disk.write_file_atomic(&checkpoint_path, text.as_bytes())
-        .await
-        .map_err(io("write checkpoint", &checkpoint_path))?;
+    write_checkpoint(disk, dir, end).await?;
     if report.clean_shutdown {
         let marker = join(dir, CLEAN_SHUTDOWN_FILE);
         disk.remove(&marker).await.map_err(io("remove", &marker))?;
