@@ -93,13 +93,36 @@ impl Segment {
                     .map_err(|e| LogError::io("create segment", &path, e))
             }
         };
-        Ok(Segment {
+        let (log, index_file, time_index_file) = (
+            open(".log").await?,
+            open(".index").await?,
+            open(".timeindex").await?,
+        );
+        Ok(Segment::unindexed(
+            base_offset,
+            0,
+            log,
+            index_file,
+            time_index_file,
+        ))
+    }
+
+    /// A segment over its three files with nothing indexed or walked yet: recovery fills in
+    /// the indexes and the offsets, appends do for a new segment.
+    fn unindexed(
+        base_offset: i64,
+        size: u64,
+        log: File,
+        index_file: File,
+        time_index_file: File,
+    ) -> Segment {
+        Segment {
             base_offset,
             next_offset: base_offset,
-            size: 0,
-            log: open(".log").await?,
-            index_file: open(".index").await?,
-            time_index_file: open(".timeindex").await?,
+            size,
+            log,
+            index_file,
+            time_index_file,
             index: OffsetIndex::default(),
             time_index: TimeIndex::default(),
             index_bytes: 0,
@@ -108,7 +131,7 @@ impl Segment {
             max_timestamp: -1,
             max_timestamp_offset: base_offset,
             first_append_ms: None,
-        })
+        }
     }
 
     /// Opens an existing segment's files without reading them (see recovery).
@@ -130,22 +153,14 @@ impl Segment {
                     .map_err(|e| LogError::io("open index", &path, e))
             }
         };
-        Ok(Segment {
+        let (index_file, time_index_file) = (open(".index").await?, open(".timeindex").await?);
+        Ok(Segment::unindexed(
             base_offset,
-            next_offset: base_offset,
             size,
             log,
-            index_file: open(".index").await?,
-            time_index_file: open(".timeindex").await?,
-            index: OffsetIndex::default(),
-            time_index: TimeIndex::default(),
-            index_bytes: 0,
-            time_index_bytes: 0,
-            bytes_since_index: 0,
-            max_timestamp: -1,
-            max_timestamp_offset: base_offset,
-            first_append_ms: None,
-        })
+            index_file,
+            time_index_file,
+        ))
     }
 
     pub fn relative(&self, offset: i64) -> u32 {
