@@ -4,6 +4,8 @@
 //! the only door to time, tasks, network, disk and randomness; [`protocol`] holds IO-free wire
 //! formats; [`log`] is the durable partition log built on `rt`'s disk.
 
+pub mod broker;
+pub mod client;
 pub mod log;
 pub mod protocol;
 pub mod rt;

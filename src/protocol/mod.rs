@@ -6,6 +6,7 @@
 
 pub mod api_versions;
 pub mod compression;
+pub mod error;
 pub mod frame;
 pub mod header;
 pub mod message;
