@@ -7,4 +7,5 @@
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
+pub mod config;
 // @core
