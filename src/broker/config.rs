@@ -1345,3 +1345,513 @@ impl TopicConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STOCK_SERVER_PROPERTIES: &str = include_str!("testdata/kafka-4.0-server.properties");
+
+    fn kv(entries: &[(String, String, usize)]) -> Vec<(&str, &str, usize)> {
+        entries
+            .iter()
+            .map(|(k, v, l)| (k.as_str(), v.as_str(), *l))
+            .collect()
+    }
+
+    fn load(text: &str) -> Result<BrokerConfig, ConfigError> {
+        BrokerConfig::load(Some(text), &[])
+    }
+
+    fn err(text: &str) -> String {
+        match load(text) {
+            Ok(c) => panic!("expected an error for {text:?}, got {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn properties_separators_comments_and_whitespace() {
+        let text = "# comment\n! also a comment\n\n   a=1\nb : 2\nc\t3\nd\ne = \nf=x=y:z\n  g  =  spaced value  \n";
+        let parsed = parse_properties(text).unwrap();
+        assert_eq!(
+            kv(&parsed),
+            vec![
+                ("a", "1", 4),
+                ("b", "2", 5),
+                ("c", "3", 6),
+                ("d", "", 7),
+                ("e", "", 8),
+                ("f", "x=y:z", 9),
+                ("g", "spaced value  ", 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn properties_continuations_and_escapes() {
+        let text = "list=a,\\\n    b,\\\n\tc\nesc=tab\\there\\nnl\\\\back\\u00e9\\q\nkey\\ with\\=sep=v\nsmile=\\uD83D\\uDE00\ntwo=ends\\\\\nnext=1\n# comment \\\nnot.continued=2\n";
+        let parsed = parse_properties(text).unwrap();
+        assert_eq!(
+            kv(&parsed),
+            vec![
+                ("list", "a,b,c", 1),
+                ("esc", "tab\there\nnl\\back\u{e9}q", 4),
+                ("key with=sep", "v", 5),
+                ("smile", "\u{1F600}", 6),
+                ("two", "ends\\", 7),
+                ("next", "1", 8),
+                ("not.continued", "2", 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_properties_name_their_line() {
+        let cases = [
+            ("a=1\nb=\\u12G4\n", "line 2: malformed \\uXXXX escape"),
+            ("a=1\n\nc=\\u12\n", "line 3: malformed \\uXXXX escape"),
+            ("a=1\n=v\n", "line 2: entry without a key"),
+            ("a=1\nb=2\\\n", "line 2: line continuation"),
+            ("x=\\uD800\n", "line 1: unpaired surrogate"),
+            ("x=\\uDC00z\n", "line 1: unpaired surrogate"),
+        ];
+        for (text, want) in cases {
+            let e = parse_properties(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn overrides_parse_and_round_trip() {
+        assert_eq!(
+            parse_override(" num.partitions = 3").unwrap(),
+            ("num.partitions".to_string(), "3".to_string())
+        );
+        assert_eq!(
+            parse_override("a=b=c").unwrap(),
+            ("a".to_string(), "b=c".to_string())
+        );
+        for bad in ["novalue", "=3", ""] {
+            assert_eq!(
+                parse_override(bad).unwrap_err().to_string(),
+                format!("invalid override '{bad}': expected key=value")
+            );
+        }
+        let map = overrides(&[
+            ("retention.ms", "1000"),
+            (
+                "odd key=:#",
+                " leading space, then \\ and \n newline\ttab é",
+            ),
+            ("#hash", "!bang"),
+            ("empty", ""),
+        ]);
+        let text = encode_overrides(&map);
+        assert_eq!(decode_overrides(&text).unwrap(), map, "text was {text:?}");
+        assert_eq!(encode_overrides(&BTreeMap::new()), "");
+    }
+
+    #[test]
+    fn stock_kafka_server_properties_loads() {
+        let c = load(STOCK_SERVER_PROPERTIES).unwrap();
+        assert_eq!(c.node_id, 1);
+        // The CONTROLLER listener is dropped; the empty host binds every interface.
+        assert_eq!(
+            c.listeners,
+            vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "0.0.0.0".into(),
+                port: 9092
+            }]
+        );
+        assert_eq!(
+            c.advertised_listeners,
+            vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "localhost".into(),
+                port: 9092
+            }]
+        );
+        assert_eq!(c.log_dirs, vec!["/tmp/kraft-combined-logs".to_string()]);
+        assert_eq!(c.log_dir(), "/tmp/kraft-combined-logs");
+        assert_eq!(c.log_retention_ms, 168 * HOUR_MS);
+        assert_eq!(c.log_segment_bytes, 1 << 30);
+        assert_eq!(c.log_retention_check_interval_ms, 300_000);
+        assert_eq!(c.socket_request_max_bytes, 104_857_600);
+        assert_eq!(c.log_flush, FlushPolicy::SyncBeforeAck);
+        for key in [
+            "process.roles",
+            "controller.quorum.voters",
+            "inter.broker.listener.name",
+            "listener.security.protocol.map",
+            "num.network.threads",
+            "share.coordinator.state.topic.min.isr",
+        ] {
+            assert!(
+                c.ignored_keys().iter().any(|k| k == key),
+                "{key} not in {:?}",
+                c.ignored_keys()
+            );
+        }
+        // Kafka 4.0 replaced the static voters with a bootstrap list in the same file.
+        let text = STOCK_SERVER_PROPERTIES.replace(
+            "controller.quorum.voters=1@localhost:9093",
+            "controller.quorum.bootstrap.servers=localhost:9093",
+        );
+        let c = load(&text).unwrap();
+        assert!(c
+            .ignored_keys()
+            .contains(&"controller.quorum.bootstrap.servers".to_string()));
+    }
+
+    #[test]
+    fn empty_configuration_is_the_embedded_default() {
+        let c = BrokerConfig::load(None, &[]).unwrap();
+        let d = BrokerConfig::default();
+        assert_eq!(c.node_id, d.node_id);
+        assert_eq!(c.listeners, d.listeners);
+        assert_eq!(c.log_dirs, d.log_dirs);
+        assert!(c.ignored_keys().is_empty());
+        assert!(c.explicit_keys.is_empty());
+        // Kafka 4.0's defaults where Samsa does not differ.
+        assert_eq!(c.message_max_bytes, 1024 * 1024 + 12);
+        assert_eq!(c.log_message_timestamp_after_max_ms, 3_600_000);
+        assert_eq!(c.log_message_timestamp_before_max_ms, i64::MAX);
+        assert_eq!(c.log_retention_ms, 604_800_000);
+        assert_eq!(c.log_roll_ms, 604_800_000);
+        assert_eq!(c.log_retention_bytes, -1);
+    }
+
+    #[test]
+    fn overrides_win_over_the_file_and_later_lines_over_earlier() {
+        let text = "num.partitions=2\nnum.partitions=3\nlog.dirs=/data/a\n";
+        let c = load(text).unwrap();
+        assert_eq!(c.num_partitions, 3);
+        let ov = vec![
+            ("num.partitions".to_string(), "5".to_string()),
+            ("log.dirs".to_string(), "/data/b".to_string()),
+        ];
+        let c = BrokerConfig::load(Some(text), &ov).unwrap();
+        assert_eq!(c.num_partitions, 5);
+        assert_eq!(c.log_dirs, vec!["/data/b".to_string()]);
+        // An override's bad value is reported without a line.
+        let ov = vec![("num.partitions".to_string(), "0".to_string())];
+        assert_eq!(
+            BrokerConfig::load(Some(text), &ov).unwrap_err().to_string(),
+            "invalid value '0' for 'num.partitions': must be an integer in [1, 2147483647]"
+        );
+    }
+
+    #[test]
+    fn aliases_and_precedence() {
+        assert_eq!(load("broker.id=7").unwrap().node_id, 7);
+        assert_eq!(load("node.id=7\nbroker.id=7").unwrap().node_id, 7);
+        assert!(err("node.id=7\nbroker.id=8").contains("node.id=7 and broker.id=8 disagree"));
+        assert_eq!(load("log.dir=/x").unwrap().log_dirs, vec!["/x".to_string()]);
+        assert_eq!(
+            load("log.dir=/x\nlog.dirs=/y").unwrap().log_dirs,
+            vec!["/y".to_string()]
+        );
+        assert_eq!(load("log.roll.hours=2").unwrap().log_roll_ms, 2 * HOUR_MS);
+        assert_eq!(
+            load("log.roll.hours=2\nlog.roll.ms=5").unwrap().log_roll_ms,
+            5
+        );
+        assert_eq!(
+            load("log.retention.hours=1\nlog.retention.minutes=3")
+                .unwrap()
+                .log_retention_ms,
+            3 * MINUTE_MS
+        );
+        assert_eq!(
+            load("log.retention.minutes=3\nlog.retention.ms=-1")
+                .unwrap()
+                .log_retention_ms,
+            -1
+        );
+        assert_eq!(load("log.retention.hours=-1").unwrap().log_retention_ms, -1);
+    }
+
+    #[test]
+    fn flush_keys_switch_to_the_page_cache() {
+        let max = i64::MAX as u64;
+        assert_eq!(
+            load("log.flush.interval.messages=10000").unwrap().log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10_000,
+                flush_ms: max
+            }
+        );
+        assert_eq!(
+            load("log.flush.interval.ms=1000").unwrap().log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: max,
+                flush_ms: 1000
+            }
+        );
+        assert_eq!(
+            load("log.flush.interval.ms=1000\nlog.flush.interval.messages=5")
+                .unwrap()
+                .log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: 5,
+                flush_ms: 1000
+            }
+        );
+    }
+
+    #[test]
+    fn listeners_parse_and_validate() {
+        let c = load(
+            "listeners=plaintext://127.0.0.1:9092,EXTERNAL://[::1]:19092\n\
+             advertised.listeners=PLAINTEXT://broker.example:9092,EXTERNAL://[::1]:19092",
+        )
+        .unwrap();
+        assert_eq!(c.listeners.len(), 2);
+        assert_eq!(c.listeners[0].name, "PLAINTEXT");
+        assert_eq!(c.listeners[1].host, "[::1]");
+        assert_eq!(c.advertised_listeners[0].host, "broker.example");
+        // advertised.listeners defaults to listeners.
+        let c = load("listeners=PLAINTEXT://10.0.0.5:9093").unwrap();
+        assert_eq!(c.advertised_listeners, c.listeners);
+        assert_eq!(c.advertised_listeners[0].port, 9093);
+    }
+
+    #[test]
+    fn each_invalid_value_names_its_key_value_and_range() {
+        let cases: &[(&str, &str)] = &[
+            ("listeners=PLAINTEXT://host:65536", "invalid value 'PLAINTEXT://host:65536' for 'listeners': must be a comma-separated list of NAME://host:port"),
+            ("listeners=host:9092", "'listeners'"),
+            ("listeners=PLAINTEXT://host:-1", "'listeners'"),
+            ("listeners=PLAINTEXT://a:1,PLAINTEXT://b:2", "distinct names"),
+            ("listeners=PLAINTEXT://:9092", "advertised.listeners: unset, so it defaults to listeners, but listener PLAINTEXT binds every interface"),
+            ("listeners=PLAINTEXT://0.0.0.0:9092\nadvertised.listeners=PLAINTEXT://0.0.0.0:9092", "invalid value 'PLAINTEXT://0.0.0.0:9092' for 'advertised.listeners'"),
+            ("advertised.listeners=OTHER://h:1", "listener OTHER is not in listeners"),
+            ("listeners=CONTROLLER://h:1\ncontroller.listener.names=CONTROLLER", "needs a listener besides"),
+            ("log.dirs=/a,/b", "line 1: invalid value '/a,/b' for 'log.dirs': exactly one directory"),
+            ("log.dir=", "for 'log.dir': exactly one directory"),
+            ("node.id=-1", "invalid value '-1' for 'node.id': must be an integer in [0, 2147483647]"),
+            ("num.partitions=abc", "'abc' for 'num.partitions'"),
+            ("default.replication.factor=40000", "'default.replication.factor'"),
+            ("auto.create.topics.enable=yes", "'yes' for 'auto.create.topics.enable': must be true or false"),
+            ("delete.topic.enable=1", "'delete.topic.enable'"),
+            ("message.max.bytes=-5", "'-5' for 'message.max.bytes'"),
+            ("socket.request.max.bytes=2000000000", "'2000000000' for 'socket.request.max.bytes': must be an integer in [1, 1073741824]"),
+            ("socket.request.max.bytes=1000\nmessage.max.bytes=2000", "message.max.bytes (2000) exceeds socket.request.max.bytes (1000)"),
+            ("max.connections=-1", "'max.connections'"),
+            ("connections.max.idle.ms=0", "'connections.max.idle.ms'"),
+            ("queued.max.requests=0", "'queued.max.requests'"),
+            ("log.segment.bytes=-1", "'-1' for 'log.segment.bytes'"),
+            ("log.segment.bytes=100", "'100' for 'log.segment.bytes'"),
+            ("log.roll.ms=0", "'log.roll.ms'"),
+            ("log.roll.hours=0", "'log.roll.hours'"),
+            ("log.index.interval.bytes=0", "'log.index.interval.bytes'"),
+            ("log.index.size.max.bytes=4", "'log.index.size.max.bytes'"),
+            ("log.flush.interval.messages=0", "'log.flush.interval.messages'"),
+            ("log.flush.interval.ms=-3", "'log.flush.interval.ms'"),
+            ("log.flush.offset.checkpoint.interval.ms=0", "'log.flush.offset.checkpoint.interval.ms'"),
+            ("log.message.timestamp.type=NoTime", "'NoTime' for 'log.message.timestamp.type': must be CreateTime or LogAppendTime"),
+            ("log.message.timestamp.before.max.ms=-1", "'log.message.timestamp.before.max.ms'"),
+            ("log.message.timestamp.after.max.ms=x", "'log.message.timestamp.after.max.ms'"),
+            ("log.retention.ms=-2", "'log.retention.ms'"),
+            ("log.retention.minutes=x", "'log.retention.minutes'"),
+            ("log.retention.hours=1.5", "'log.retention.hours'"),
+            ("log.retention.bytes=-7", "'log.retention.bytes'"),
+            ("log.retention.check.interval.ms=0", "'log.retention.check.interval.ms'"),
+            ("log.cleanup.policy=keep", "'keep' for 'log.cleanup.policy'"),
+            ("min.insync.replicas=0", "'min.insync.replicas'"),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.contains(want), "{text:?}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_key_and_line() {
+        assert_eq!(
+            err("num.partitions=1\nnum.partitons=3\n"),
+            "line 2: unknown setting 'num.partitons'"
+        );
+        let ov = vec![("zookeeper.connect".to_string(), "x".to_string())];
+        assert_eq!(
+            BrokerConfig::load(None, &ov).unwrap_err().to_string(),
+            "unknown setting 'zookeeper.connect'"
+        );
+    }
+
+    #[test]
+    fn topic_resolve_layers_overrides_on_broker_defaults() {
+        let broker = load("log.segment.bytes=2000000\nlog.retention.ms=5000").unwrap();
+        let t = TopicConfig::resolve(&broker, &BTreeMap::new()).unwrap();
+        assert_eq!(t.segment_bytes, 2_000_000);
+        assert_eq!(t.retention_ms, 5000);
+        assert_eq!(t.cleanup_policy, CleanupPolicy::Delete);
+        let t = TopicConfig::resolve(
+            &broker,
+            &overrides(&[
+                ("segment.bytes", "3000000"),
+                ("cleanup.policy", "delete, compact"),
+                ("compression.type", "producer"),
+                ("message.timestamp.type", "LogAppendTime"),
+                ("retention.bytes", "100"),
+                ("flush.messages", "10"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(t.segment_bytes, 3_000_000);
+        assert_eq!(t.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert!(t.cleanup_policy_compact);
+        assert_eq!(t.message_timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(t.retention_bytes, 100);
+        assert_eq!(t.retention_ms, 5000);
+        assert_eq!(
+            t.flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10,
+                flush_ms: i64::MAX as u64
+            }
+        );
+        let log = t.to_log_config(&broker);
+        assert_eq!(log.segment_bytes, 3_000_000);
+        assert!(log.validate().is_ok());
+        // The broker's page-cache policy supplies the unset half.
+        let broker = load("log.flush.interval.ms=250").unwrap();
+        let t = TopicConfig::resolve(&broker, &overrides(&[("flush.messages", "10")])).unwrap();
+        assert_eq!(
+            t.flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10,
+                flush_ms: 250
+            }
+        );
+    }
+
+    #[test]
+    fn topic_errors_name_the_key() {
+        let broker = BrokerConfig::default();
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "retention.msec",
+                "1",
+                "unknown topic config 'retention.msec'",
+            ),
+            (
+                "compression.type",
+                "gzip",
+                "invalid value 'gzip' for 'compression.type': not supported yet",
+            ),
+            (
+                "compression.type",
+                "uncompressed",
+                "'compression.type': not supported yet",
+            ),
+            ("cleanup.policy", "delete,delete", "'cleanup.policy'"),
+            ("cleanup.policy", "", "'cleanup.policy'"),
+            ("segment.bytes", "10", "'10' for 'segment.bytes'"),
+            ("segment.ms", "0", "'segment.ms'"),
+            ("segment.index.bytes", "4", "'segment.index.bytes'"),
+            ("index.interval.bytes", "0", "'index.interval.bytes'"),
+            ("max.message.bytes", "-1", "'max.message.bytes'"),
+            (
+                "message.timestamp.type",
+                "createtime",
+                "'message.timestamp.type'",
+            ),
+            (
+                "message.timestamp.before.max.ms",
+                "-1",
+                "'message.timestamp.before.max.ms'",
+            ),
+            (
+                "message.timestamp.after.max.ms",
+                "-1",
+                "'message.timestamp.after.max.ms'",
+            ),
+            ("flush.messages", "0", "'flush.messages'"),
+            ("flush.ms", "0", "'flush.ms'"),
+            ("retention.ms", "-2", "'retention.ms'"),
+            ("retention.bytes", "-2", "'retention.bytes'"),
+            ("min.insync.replicas", "0", "'min.insync.replicas'"),
+            (
+                "unclean.leader.election.enable",
+                "no",
+                "'unclean.leader.election.enable'",
+            ),
+            ("delete.retention.ms", "-1", "'delete.retention.ms'"),
+            ("min.compaction.lag.ms", "-1", "'min.compaction.lag.ms'"),
+            ("file.delete.delay.ms", "-1", "'file.delete.delay.ms'"),
+            ("segment.jitter.ms", "-1", "'segment.jitter.ms'"),
+            ("preallocate", "2", "'preallocate'"),
+            (
+                "message.downconversion.enable",
+                "x",
+                "'message.downconversion.enable'",
+            ),
+        ];
+        for (key, value, want) in cases {
+            let e = TopicConfig::resolve(&broker, &overrides(&[(key, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{key}={value}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn topic_describe_reports_values_and_sources() {
+        let broker = load("log.retention.hours=48\nlog.roll.ms=1000").unwrap();
+        let entries =
+            TopicConfig::describe(&broker, &overrides(&[("segment.bytes", "2000000")])).unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        let table: Vec<&str> = TOPIC_KEYS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, table);
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "entries are sorted by name");
+        for entry in &entries {
+            assert!(!entry.value.is_empty(), "{} has no value", entry.name);
+            assert!(!entry.read_only && !entry.sensitive);
+        }
+        let find = |name: &str| entries.iter().find(|e| e.name == name).unwrap().clone();
+        let e = find("segment.bytes");
+        assert_eq!(
+            (e.value.as_str(), e.source),
+            ("2000000", ConfigSource::TopicOverride)
+        );
+        let e = find("retention.ms");
+        assert_eq!(e.value, (48 * HOUR_MS).to_string());
+        assert_eq!(
+            e.source,
+            ConfigSource::BrokerDefault {
+                synonym: "log.retention.hours".into()
+            }
+        );
+        let e = find("segment.ms");
+        assert_eq!(e.value, "1000");
+        assert_eq!(
+            e.source,
+            ConfigSource::BrokerDefault {
+                synonym: "log.roll.ms".into()
+            }
+        );
+        let e = find("max.message.bytes");
+        assert_eq!(
+            (e.value.as_str(), e.source),
+            ("1048588", ConfigSource::Default)
+        );
+        let e = find("flush.messages");
+        assert_eq!((e.value.as_str(), e.source), ("1", ConfigSource::Default));
+        assert_eq!(find("compression.type").value, "producer");
+        assert_eq!(find("cleanup.policy").value, "delete");
+        assert_eq!(find("message.timestamp.after.max.ms").value, "3600000");
+        assert!(TopicConfig::describe(&broker, &overrides(&[("bogus", "1")])).is_err());
+    }
+}
