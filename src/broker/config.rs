@@ -1332,18 +1332,6 @@ impl TopicConfig {
         }
     }
 
-    /// Resolves a topic's overrides over the broker's defaults. (Interim: overrides are
-    /// refused until the full topic-config table lands.)
-    pub fn resolve(
-        broker: &BrokerConfig,
-        overrides: &std::collections::BTreeMap<String, String>,
-    ) -> Result<TopicConfig, String> {
-        match overrides.keys().next() {
-            Some(key) => Err(format!("unknown topic config '{key}'")),
-            None => Ok(TopicConfig::broker_defaults(broker)),
-        }
-    }
-
     /// The settings the partition logs of this topic are opened with.
     pub fn to_log_config(&self, broker: &BrokerConfig) -> LogConfig {
         LogConfig {
