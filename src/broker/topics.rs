@@ -592,7 +592,7 @@ async fn open_topic(
             name: name.to_string(),
             source,
         })?;
-        if !report.clean_shutdown {
+        if !report.clean_shutdown && (report.batches_scanned > 0 || report.truncated.is_some()) {
             tracing::info!(
                 topic = name,
                 partition = index,

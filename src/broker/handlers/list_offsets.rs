@@ -25,7 +25,7 @@ const SCAN_CHUNK_BYTES: usize = 1 << 20;
 
 pub async fn handle(
     broker: &Arc<Broker>,
-    _version: i16,
+    version: i16,
     request: ListOffsetsRequest,
 ) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
@@ -45,7 +45,9 @@ pub async fn handle(
             match partition {
                 None => response.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                 Some(partition) => {
-                    response.leader_epoch = partition.leader_epoch();
+                    if version >= 4 {
+                        response.leader_epoch = partition.leader_epoch();
+                    }
                     match lookup(&partition, wanted.timestamp).await {
                         Ok(Some((offset, timestamp))) => {
                             response.offset = offset;
