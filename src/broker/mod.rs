@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 use crate::broker::config::BrokerConfig;
 use crate::broker::topics::{TopicError, Topics};
 use crate::rt::clock::Clock;
-use crate::rt::disk::Disk;
+use crate::rt::disk::{DirLock, Disk};
 
 /// Why the broker could not start.
 #[derive(Debug)]
@@ -58,7 +58,12 @@ pub struct Broker {
     pub clock: Clock,
     /// Fired on every high watermark advance of any partition; waiting fetches re-check.
     pub data_arrived: Arc<Notify>,
+    /// Held while the broker lives: no second process opens the same log directory.
+    _lock: DirLock,
 }
+
+/// Kafka's lock file in a log directory.
+pub const LOCK_FILE: &str = ".lock";
 
 impl Broker {
     /// Opens the node's data: `disk` is rooted at the log directory.
@@ -68,6 +73,11 @@ impl Broker {
         clock: Clock,
     ) -> Result<Arc<Broker>, BrokerError> {
         let config = Arc::new(config);
+        let lock = disk.lock(LOCK_FILE).await.map_err(|source| BrokerError::Io {
+            op: "lock",
+            path: LOCK_FILE.to_string(),
+            source,
+        })?;
         let cluster_id = load_cluster_id(&disk, &config).await?;
         let data_arrived = Arc::new(Notify::new());
         let topics = Topics::open(
@@ -86,6 +96,7 @@ impl Broker {
             topics,
             clock,
             data_arrived,
+            _lock: lock,
         }))
     }
 

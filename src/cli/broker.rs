@@ -99,7 +99,6 @@ pub fn main(args: &[String]) -> ExitCode {
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
             eprintln!("samsa broker: {e}");
             ExitCode::FAILURE
         }
