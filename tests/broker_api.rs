@@ -493,7 +493,8 @@ async fn a_waiting_fetch_wakes_when_data_arrives() {
     create(&mut setup, vec![topic("t", 1, &[])], false).await;
     let mut consumer = broker.connect().await;
     // A minute of max_wait: if the append did not wake it, the fetch would end empty.
-    let waiting = tokio::spawn(async move { fetch(&mut consumer, "t", 0, 0, 60_000).await });
+    let waiting =
+        samsa::rt::task::spawn(async move { fetch(&mut consumer, "t", 0, 0, 60_000).await });
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     assert_eq!(
         produce(&mut setup, "t", 0, batch(&["late"], 1)).await,
