@@ -73,11 +73,14 @@ impl Broker {
         clock: Clock,
     ) -> Result<Arc<Broker>, BrokerError> {
         let config = Arc::new(config);
-        let lock = disk.lock(LOCK_FILE).await.map_err(|source| BrokerError::Io {
-            op: "lock",
-            path: LOCK_FILE.to_string(),
-            source,
-        })?;
+        let lock = disk
+            .lock(LOCK_FILE)
+            .await
+            .map_err(|source| BrokerError::Io {
+                op: "lock",
+                path: LOCK_FILE.to_string(),
+                source,
+            })?;
         let cluster_id = load_cluster_id(&disk, &config).await?;
         let data_arrived = Arc::new(Notify::new());
         let topics = Topics::open(
