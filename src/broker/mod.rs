@@ -16,12 +16,14 @@ pub mod topics;
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use crate::broker::config::BrokerConfig;
+use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
 use crate::rt::clock::Clock;
 use crate::rt::disk::{DirLock, Disk};
+use crate::rt::time::{self, Duration};
 
 /// Why the broker could not start.
 #[derive(Debug)]
@@ -58,9 +60,15 @@ pub struct Broker {
     pub clock: Clock,
     /// Fired on every high watermark advance of any partition; waiting fetches re-check.
     pub data_arrived: Arc<Notify>,
+    /// Set when a partition log fails with an IO error; the broker's owner then stops it.
+    pub health: Arc<LogDirHealth>,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
 }
+
+/// How often the background task looks for page-cache logs due a flush (the granularity
+/// of `flush.ms`).
+pub const FLUSH_CHECK_INTERVAL_MS: u64 = 50;
 
 /// Kafka's lock file in a log directory.
 pub const LOCK_FILE: &str = ".lock";
@@ -83,12 +91,14 @@ impl Broker {
             })?;
         let cluster_id = load_cluster_id(&disk, &config).await?;
         let data_arrived = Arc::new(Notify::new());
+        let health = Arc::new(LogDirHealth::default());
         let topics = Topics::open(
             disk,
             "",
             config.clone(),
             clock.clone(),
             data_arrived.clone(),
+            health.clone(),
         )
         .await
         .map_err(BrokerError::Topics)?;
@@ -99,8 +109,25 @@ impl Broker {
             topics,
             clock,
             data_arrived,
+            health,
             _lock: lock,
         }))
+    }
+
+    /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
+    /// `flush.ms` has passed). A failure is reported through [`Broker::health`].
+    pub async fn run_background(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return,
+                _ = time::sleep(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS)) => {}
+            }
+            for partition in self.topics.partitions().await {
+                // Errors are reported through the health flag; deleted partitions are skipped.
+                let _ = partition.flush_if_due().await;
+            }
+        }
     }
 
     /// Closes every log cleanly, so the next start skips recovery.
