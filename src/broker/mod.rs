@@ -8,4 +8,5 @@
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
 pub mod config;
+pub mod meta;
 // @core
