@@ -13,6 +13,7 @@
 //! - Randomness comes from [`crate::rt::rand`], so a simulation seed reproduces the ids.
 
 use crate::broker::config::{parse_properties, ConfigError};
+use crate::protocol::wire::{Uuid, UUID_BASE64_LEN};
 use crate::rt::disk::{join, Disk};
 use std::fmt;
 use std::io;
@@ -24,8 +25,6 @@ pub const META_PROPERTIES_VERSION: u32 = 1;
 /// The largest `meta.properties` read: the real file is a few hundred bytes, so anything
 /// bigger is not one.
 pub const META_PROPERTIES_BYTES_MAX: u64 = 64 * 1024;
-/// Characters of a Kafka UUID in base64url without padding (16 bytes).
-pub const UUID_CHARS: usize = 22;
 
 const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -103,36 +102,18 @@ impl std::error::Error for MetaError {
     }
 }
 
-/// Encodes 16 bytes as Kafka shows a UUID: unpadded base64url, 22 characters.
-pub fn uuid_to_string(bytes: &[u8; 16]) -> String {
-    let mut out = String::with_capacity(UUID_CHARS);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk.first().copied().unwrap_or(0),
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        // 3 bytes give 4 characters; a final lone byte gives 2 (unpadded).
-        let chars = chunk.len() + 1;
-        for i in 0..chars {
-            let index = (n >> (18 - 6 * i)) & 0x3f;
-            out.push(char::from(BASE64URL[index as usize]));
-        }
-    }
-    out
-}
-
-/// Decodes a Kafka UUID string; `None` unless it is exactly 22 base64url characters and not
-/// one of Kafka's reserved ids (all zeros, or 1).
+/// Decodes a Kafka UUID string as `meta.properties` holds it; `None` unless it is exactly 22
+/// base64url characters and not one of Kafka's reserved ids (all zeros, or 1). Unlike the
+/// strict protocol decoder ([`Uuid::from_base64`]) it ignores the padding bits, as Kafka does
+/// when it reads this file.
 pub fn uuid_from_str(text: &str) -> Option<[u8; 16]> {
-    if text.len() != UUID_CHARS {
+    if text.len() != UUID_BASE64_LEN {
         return None;
     }
     // 22 characters carry 132 bits: the UUID's 128, then 4 padding bits in the low bits of
     // the last character. Like Java's decoder (Kafka's `Uuid.fromString`) the padding bits
     // are ignored: ids such as the widely copied `MkU3OEVBNTcwNTJENDM2Qk` set them.
-    let mut digits = [0u8; UUID_CHARS];
+    let mut digits = [0u8; UUID_BASE64_LEN];
     for (digit, c) in digits.iter_mut().zip(text.bytes()) {
         *digit = u8::try_from(BASE64URL.iter().position(|&b| b == c)?).ok()?;
     }
@@ -151,19 +132,17 @@ pub fn uuid_from_str(text: &str) -> Option<[u8; 16]> {
 /// A random Kafka UUID string: random version-4 bytes as Java's `UUID.randomUUID`, never
 /// starting with `-` (Kafka avoids ids that read like command-line flags).
 pub fn random_uuid() -> String {
-    let high = crate::rt::rand::random_u64().to_be_bytes();
-    let low = crate::rt::rand::random_u64().to_be_bytes();
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&high);
-    bytes[8..].copy_from_slice(&low);
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    // The first character is the top 6 bits of byte 0; index 62 is '-'. Clearing the top bit
-    // maps it to 'e' instead of retrying, so no loop is needed.
-    if bytes[0] >> 2 == 62 {
-        bytes[0] &= 0x7f;
+    let id = Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()]);
+    without_leading_dash(id).to_base64()
+}
+
+/// The first character is the top 6 bits of byte 0, and index 62 is '-'. Clearing the top
+/// bit maps it to 'e' instead of drawing again, so no retry loop is needed.
+fn without_leading_dash(mut id: Uuid) -> Uuid {
+    if id.0[0] >> 2 == 62 {
+        id.0[0] &= 0x7f;
     }
-    uuid_to_string(&bytes)
+    id
 }
 
 impl MetaProperties {
@@ -343,17 +322,21 @@ mod tests {
     fn uuid_strings_round_trip_and_are_canonical() {
         let ids = block_on(async { (0..200).map(|_| random_uuid()).collect::<Vec<_>>() });
         for id in ids {
-            assert_eq!(id.len(), UUID_CHARS);
+            assert_eq!(id.len(), UUID_BASE64_LEN);
             assert!(!id.starts_with('-'), "{id}");
             let bytes = uuid_from_str(&id).expect("valid");
-            assert_eq!(uuid_to_string(&bytes), id);
+            assert_eq!(Uuid(bytes).to_base64(), id);
             assert_eq!(bytes[6] >> 4, 4, "version 4");
         }
         let mut dash = [0u8; 16];
         dash[0] = 0xf8;
         dash[15] = 9;
-        assert!(uuid_to_string(&dash).starts_with('-'));
-        assert_eq!(uuid_to_string(&[0u8; 16]), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert!(Uuid(dash).to_base64().starts_with('-'));
+        let fixed = without_leading_dash(Uuid(dash)).to_base64();
+        assert!(fixed.starts_with('e'), "{fixed}");
+        assert_eq!(fixed[1..], Uuid(dash).to_base64()[1..]);
+        let plain = Uuid::v4_from([1, 2]);
+        assert_eq!(without_leading_dash(plain), plain);
         assert_eq!(
             uuid_from_str("AAAAAAAAAAAAAAAAAAAAAA"),
             None,
