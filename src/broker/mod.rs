@@ -8,6 +8,7 @@
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
 pub mod config;
+pub mod meta;
 // @core
 pub mod handlers;
 pub mod partition;
