@@ -691,3 +691,153 @@ async fn client_refuses_a_mismatched_correlation_id_and_times_out_a_silent_broke
     assert_eq!(conns.len(), 2);
     assert_ne!(conns[0], conns[1]);
 }
+
+#[tokio::test]
+async fn client_admin_requests_and_list_offsets() {
+    use samsa::protocol::create_topics::{
+        CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
+    };
+    use samsa::protocol::delete_topics::{
+        DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse,
+    };
+    use samsa::protocol::list_offsets::{
+        ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse,
+        ListOffsetsTopicResponse,
+    };
+    const LIST_OFFSETS: i16 = 2;
+    const CREATE_TOPICS: i16 = 19;
+    const DELETE_TOPICS: i16 = 20;
+
+    // DeleteTopics names topics in `topic_names` up to v5 and in `topics` from v6.
+    for delete_max in [5i16, 6] {
+        let broker = FakeBroker::start(move |port| {
+            Box::new(move |seen: &Seen| match seen.api_key {
+                API_VERSIONS => {
+                    let mut ranges = RANGES.to_vec();
+                    ranges.extend([(CREATE_TOPICS, 2, 7), (DELETE_TOPICS, 1, delete_max)]);
+                    Action::Reply(api_versions(&ranges, ErrorCode::NONE, seen.version))
+                }
+                CREATE_TOPICS => {
+                    let request =
+                        CreateTopicsRequest::decode_exact(seen.body.clone(), seen.version)
+                            .expect("create decodes");
+                    let topics = request
+                        .topics
+                        .iter()
+                        .map(|t| CreatableTopicResult {
+                            name: t.name.clone(),
+                            error_code: if t.name == "exists" {
+                                ErrorCode::TOPIC_ALREADY_EXISTS.0
+                            } else {
+                                0
+                            },
+                            ..CreatableTopicResult::default()
+                        })
+                        .collect();
+                    Action::Reply(encode(
+                        &CreateTopicsResponse {
+                            topics,
+                            ..CreateTopicsResponse::default()
+                        },
+                        seen.version,
+                    ))
+                }
+                DELETE_TOPICS => {
+                    let request =
+                        DeleteTopicsRequest::decode_exact(seen.body.clone(), seen.version)
+                            .expect("delete decodes");
+                    let names: Vec<String> = if seen.version >= 6 {
+                        request
+                            .topics
+                            .iter()
+                            .filter_map(|t| t.name.clone())
+                            .collect()
+                    } else {
+                        request.topic_names.clone()
+                    };
+                    let responses = names
+                        .into_iter()
+                        .map(|name| DeletableTopicResult {
+                            name: Some(name),
+                            ..DeletableTopicResult::default()
+                        })
+                        .collect();
+                    Action::Reply(encode(
+                        &DeleteTopicsResponse {
+                            responses,
+                            ..DeleteTopicsResponse::default()
+                        },
+                        seen.version,
+                    ))
+                }
+                LIST_OFFSETS => {
+                    let request = ListOffsetsRequest::decode_exact(seen.body.clone(), seen.version)
+                        .expect("list offsets decodes");
+                    let t = &request.topics[0];
+                    let p = &t.partitions[0];
+                    Action::Reply(encode(
+                        &ListOffsetsResponse {
+                            topics: vec![ListOffsetsTopicResponse {
+                                name: t.name.clone(),
+                                partitions: vec![ListOffsetsPartitionResponse {
+                                    partition_index: p.partition_index,
+                                    // Echo the timestamp asked for, to check it went out.
+                                    timestamp: p.timestamp,
+                                    offset: 99,
+                                    ..ListOffsetsPartitionResponse::default()
+                                }],
+                            }],
+                            ..ListOffsetsResponse::default()
+                        },
+                        seen.version,
+                    ))
+                }
+                _ => standard(seen, port).unwrap_or(Action::Close),
+            })
+        })
+        .await;
+        let mut client = Client::new(config(&broker.addr, 0));
+        let created = client
+            .create_topics(&[
+                ("a", 3, 1, &[("cleanup.policy", "compact")]),
+                ("exists", 1, 1, &[]),
+            ])
+            .await
+            .expect("create answered");
+        assert_eq!(created.len(), 2);
+        assert!(created[0].1.is_ok());
+        assert_eq!(
+            created[1].1.as_ref().err().and_then(ClientError::code),
+            Some(ErrorCode::TOPIC_ALREADY_EXISTS)
+        );
+        let create = &broker.seen_api(CREATE_TOPICS)[0];
+        assert_eq!(create.version, 7);
+        let request = CreateTopicsRequest::decode_exact(create.body.clone(), create.version)
+            .expect("decodes");
+        assert_eq!(
+            (
+                request.topics[0].num_partitions,
+                request.topics[0].replication_factor
+            ),
+            (3, 1)
+        );
+        assert_eq!(request.topics[0].configs[0].name, "cleanup.policy");
+        assert_eq!(
+            request.topics[0].configs[0].value.as_deref(),
+            Some("compact")
+        );
+
+        let deleted = client
+            .delete_topics(&["a", "b"])
+            .await
+            .expect("delete answered");
+        let names: Vec<&str> = deleted.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, vec!["a", "b"], "DeleteTopics v{delete_max}");
+        assert!(deleted.iter().all(|(_, r)| r.is_ok()));
+        assert_eq!(broker.seen_api(DELETE_TOPICS)[0].version, delete_max);
+
+        let (offset, timestamp) = client.list_offsets("t", 0, -2).await.expect("offsets");
+        assert_eq!((offset, timestamp), (99, -2));
+        assert_eq!(broker.seen_api(LIST_OFFSETS)[0].version, 8);
+    }
+}
