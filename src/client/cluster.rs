@@ -286,8 +286,13 @@ impl Client {
         })
     }
 
-    /// Sends a request to any broker, moving to the next one on a network failure.
-    async fn send_any<Req, Resp>(&mut self, api_key: i16, req: &Req) -> Result<Resp, ClientError>
+    /// Sends a request to any broker, moving to the next one on a network failure. `make`
+    /// builds the request for the version negotiated with that broker.
+    async fn send_any<Req, Resp>(
+        &mut self,
+        api_key: i16,
+        make: impl Fn(i16) -> Req,
+    ) -> Result<Resp, ClientError>
     where
         Req: crate::protocol::message::Message,
         Resp: crate::protocol::message::Message,
@@ -303,7 +308,10 @@ impl Client {
             };
             let addr = conn.addr().to_owned();
             let version = conn.version_for(api_key)?;
-            match conn.send::<Req, Resp>(api_key, version, req).await {
+            match conn
+                .send::<Req, Resp>(api_key, version, &make(version))
+                .await
+            {
                 Ok(resp) => return Ok(resp),
                 Err(err) if err.is_retriable() => {
                     self.drop_conn(key);
@@ -328,24 +336,25 @@ impl Client {
     /// Asks the cluster for the metadata of `topics` (all topics if empty) and updates the
     /// cache.
     pub async fn refresh(&mut self, topics: &[&str]) -> Result<(), ClientError> {
-        let request = MetadataRequest {
-            topics: if topics.is_empty() {
+        let named: Vec<MetadataRequestTopic> = topics
+            .iter()
+            .map(|name| MetadataRequestTopic {
+                name: Some((*name).to_owned()),
+                ..MetadataRequestTopic::default()
+            })
+            .collect();
+        let allow_auto_topic_creation = self.config.allow_auto_topic_creation;
+        // "All topics" is a null list from v1 and an empty one in v0, which has no null.
+        let make = |version: i16| MetadataRequest {
+            topics: if named.is_empty() && version >= 1 {
                 None
             } else {
-                Some(
-                    topics
-                        .iter()
-                        .map(|name| MetadataRequestTopic {
-                            name: Some((*name).to_owned()),
-                            ..MetadataRequestTopic::default()
-                        })
-                        .collect(),
-                )
+                Some(named.clone())
             },
-            allow_auto_topic_creation: self.config.allow_auto_topic_creation,
+            allow_auto_topic_creation,
             ..MetadataRequest::default()
         };
-        let response: MetadataResponse = self.send_any(MetadataRequest::API_KEY, &request).await?;
+        let response: MetadataResponse = self.send_any(MetadataRequest::API_KEY, make).await?;
         self.apply_metadata(response);
         Ok(())
     }
@@ -442,7 +451,12 @@ impl Client {
         self.cached_leader(topic, partition)
     }
 
-    async fn broker_connection(&mut self, node_id: i32) -> Result<&mut Connection, ClientError> {
+    /// The connection to broker `node_id` (as the metadata cache names it), opened if needed:
+    /// for requests this client has no method for.
+    pub async fn broker_connection(
+        &mut self,
+        node_id: i32,
+    ) -> Result<&mut Connection, ClientError> {
         if self
             .connections
             .get(&node_id)
