@@ -16,6 +16,8 @@ pub mod connection;
 pub mod error;
 pub mod producer;
 pub mod records;
+#[cfg(all(test, feature = "sim"))]
+mod sim_tests;
 
 pub use cluster::{
     Client, ClientConfig, FetchOptions, Fetched, NewTopic, PartitionMetadata, ProduceAck,
