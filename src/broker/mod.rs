@@ -90,7 +90,10 @@ impl Broker {
                 path: LOCK_FILE.to_string(),
                 source,
             })?;
-        let cluster_id = load_cluster_id(&disk, &config).await?;
+        let cluster_id = meta::load_or_create(&disk, "", config.node_id)
+            .await
+            .map_err(|e| BrokerError::Meta(e.to_string()))?
+            .cluster_id;
         let data_arrived = Arc::new(Notify::new());
         let health = Arc::new(LogDirHealth::default());
         let topics = Topics::open(
@@ -135,45 +138,4 @@ impl Broker {
     pub async fn close(&self) -> Result<(), BrokerError> {
         self.topics.close().await.map_err(BrokerError::Topics)
     }
-}
-
-/// Interim: the cluster id kept in `meta.properties` (the full KRaft format lands with the
-/// configuration module).
-async fn load_cluster_id(disk: &Disk, config: &BrokerConfig) -> Result<String, BrokerError> {
-    const META: &str = "meta.properties";
-    let io = |op: &'static str| {
-        move |source| BrokerError::Io {
-            op,
-            path: META.to_string(),
-            source,
-        }
-    };
-    if disk.exists(META).await.map_err(io("stat"))? {
-        let bytes = disk.read_file(META).await.map_err(io("read"))?;
-        let text = String::from_utf8_lossy(&bytes);
-        let value = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
-        };
-        let cluster_id =
-            value("cluster.id").ok_or(BrokerError::Meta("cluster.id is missing".into()))?;
-        let node_id = value("node.id").ok_or(BrokerError::Meta("node.id is missing".into()))?;
-        if node_id != config.node_id.to_string() {
-            return Err(BrokerError::Meta(format!(
-                "node.id {node_id} in meta.properties differs from the configured node.id {}",
-                config.node_id
-            )));
-        }
-        return Ok(cluster_id);
-    }
-    let id = crate::protocol::wire::Uuid::v4_from([
-        crate::rt::rand::random_u64(),
-        crate::rt::rand::random_u64(),
-    ])
-    .to_base64();
-    let text = format!("version=1\ncluster.id={id}\nnode.id={}\n", config.node_id);
-    disk.write_file_atomic(META, text.as_bytes())
-        .await
-        .map_err(io("write"))?;
-    Ok(id)
 }
