@@ -1023,12 +1023,11 @@ fn decode_record(
         usize::try_from(header_count).map_err(|_| bad("headers count is negative"))?;
     // Each header takes at least two bytes (an empty key's length and a null value's length),
     // which bounds the allocation by the bytes present rather than by the claimed count.
-    let capacity = if keep_headers {
-        header_count.min(end.saturating_sub(r.pos) / 2)
+    let mut headers = if keep_headers {
+        Vec::with_capacity(header_count.min(end.saturating_sub(r.pos) / 2))
     } else {
-        0
+        Vec::new()
     };
-    let mut headers = Vec::with_capacity(capacity);
     for _ in 0..header_count {
         let key_len = r.varint("headerKeyLength is truncated or malformed")?;
         let key_len = usize::try_from(key_len).map_err(|_| bad("headerKeyLength is negative"))?;
