@@ -44,6 +44,9 @@
 //!   Records that decompress to more than the limit are `MESSAGE_TOO_LARGE` (Kafka has no
 //!   such limit).
 //! - At most [`RECORD_ERRORS_MAX`] record errors are listed; the message gives the total.
+//! - A record timestamp that overflows (`baseTimestamp + timestampDelta`) is `INVALID_TIMESTAMP`
+//!   under either timestamp type, and the batch's `maxTimestamp` is the true maximum even below
+//!   -1; Kafka wraps the sum and floors the maximum at -1.
 //!
 //! Invariants: on `Ok`, the batch passes [`record_batch::validate_with_limit`] with the same
 //! decompression limit and its CRC is correct; on `Err`, the bytes are unchanged. Nothing here
@@ -116,8 +119,8 @@ pub struct Validated {
     pub bytes: usize,
     pub record_count: u64,
     pub last_offset_delta: i32,
-    /// The largest record timestamp (at least -1, as in Kafka), or `now_ms` under
-    /// LogAppendTime: the batch's `maxTimestamp` after validation.
+    /// The largest record timestamp, or `now_ms` under LogAppendTime: the batch's
+    /// `maxTimestamp` after validation.
     pub max_timestamp: i64,
     /// The offset delta of the first record holding `max_timestamp` (0 under LogAppendTime).
     pub max_timestamp_offset_delta: i32,
@@ -337,7 +340,11 @@ pub fn validate_produce(
         record_count: u64::try_from(count).unwrap_or(0),
         last_offset_delta: header.last_offset_delta,
         max_timestamp,
-        max_timestamp_offset_delta: outcome.max_timestamp_offset_delta,
+        // Under LogAppendTime every record has the same timestamp, so the first holds it.
+        max_timestamp_offset_delta: match cfg.timestamp_type {
+            TimestampType::LogAppendTime => 0,
+            TimestampType::CreateTime => outcome.max_timestamp_offset_delta,
+        },
         log_append_time_ms: match cfg.timestamp_type {
             TimestampType::LogAppendTime => Some(cfg.now_ms),
             TimestampType::CreateTime => None,
@@ -367,8 +374,11 @@ fn check_records(
     let tp = cfg.topic_partition;
     let check_create_time = cfg.timestamp_type == TimestampType::CreateTime;
     let producer_log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
-    // Kafka starts the batch's largest timestamp at "no timestamp", so it is never below -1.
-    let mut max_timestamp = NO_TIMESTAMP;
+    // The largest record timestamp and the first record holding it. Kafka starts it at -1
+    // ("no timestamp"), so it never goes below -1; Samsa keeps the true maximum, which
+    // `record_batch::validate` requires of a stored batch (they differ only for a batch whose
+    // records are all timestamped before -1).
+    let mut max_timestamp: Option<i64> = None;
     let mut max_timestamp_offset_delta = 0;
     let mut record_errors: Vec<RecordError> = Vec::new();
     let mut error_count: u64 = 0;
@@ -393,6 +403,13 @@ fn check_records(
                 ),
             ));
         }
+        let timestamp = header.base_timestamp.checked_add(record.timestamp_delta);
+        if let Some(timestamp) = timestamp {
+            if max_timestamp.is_none_or(|max| timestamp > max) {
+                max_timestamp = Some(timestamp);
+                max_timestamp_offset_delta = delta;
+            }
+        }
         let mut error = None;
         if cfg.compacted && !record.has_key {
             error = Some(format!(
@@ -404,8 +421,10 @@ fn check_records(
                 "Invalid timestamp type in record {index} of the batch for {tp}: producers \
                  must not set the timestamp type to LogAppendTime"
             ));
-        } else if check_create_time {
-            match header.base_timestamp.checked_add(record.timestamp_delta) {
+        } else {
+            match timestamp {
+                // Kafka's arithmetic wraps; a timestamp that cannot be computed is refused
+                // whatever the topic's timestamp type, so no stored batch holds one.
                 None => {
                     timestamp_errors = true;
                     error = Some(format!(
@@ -414,21 +433,20 @@ fn check_records(
                         header.base_timestamp, record.timestamp_delta
                     ));
                 }
-                Some(timestamp) => {
-                    if timestamp != NO_TIMESTAMP && !timestamp_in_range(timestamp, cfg) {
-                        timestamp_errors = true;
-                        error = Some(format!(
-                            "Timestamp {timestamp} of record {index} (offset delta {delta}) is \
-                             out of range: it should be within [{}, {}]",
-                            i128::from(cfg.now_ms) - i128::from(cfg.timestamp_before_max_ms),
-                            i128::from(cfg.now_ms) + i128::from(cfg.timestamp_after_max_ms)
-                        ));
-                    }
-                    if timestamp > max_timestamp {
-                        max_timestamp = timestamp;
-                        max_timestamp_offset_delta = delta;
-                    }
+                Some(timestamp)
+                    if check_create_time
+                        && timestamp != NO_TIMESTAMP
+                        && !timestamp_in_range(timestamp, cfg) =>
+                {
+                    timestamp_errors = true;
+                    error = Some(format!(
+                        "Timestamp {timestamp} of record {index} (offset delta {delta}) is out \
+                         of range: it should be within [{}, {}]",
+                        i128::from(cfg.now_ms) - i128::from(cfg.timestamp_before_max_ms),
+                        i128::from(cfg.now_ms) + i128::from(cfg.timestamp_after_max_ms)
+                    ));
                 }
+                Some(_) => {}
             }
         }
         if let Some(message) = error {
@@ -469,7 +487,8 @@ fn check_records(
         });
     }
     Ok(RecordsOutcome {
-        max_timestamp,
+        // A batch that got here has at least one record, and its timestamp was computed.
+        max_timestamp: max_timestamp.unwrap_or(NO_TIMESTAMP),
         max_timestamp_offset_delta,
     })
 }
@@ -982,6 +1001,37 @@ mod tests {
     }
 
     #[test]
+    fn log_validator_refuses_timestamp_overflow_under_either_type() {
+        let mut b = BatchBuilder::new(0);
+        b.push(i64::MAX - 1, Some(b"k"), None, &[]);
+        b.push(i64::MAX, Some(b"k"), None, &[]);
+        let mut records = b.build().to_vec();
+        // Record 1's timestampDelta is 1: from a base of i64::MAX it overflows.
+        put(&mut records, 27, &i64::MAX.to_be_bytes());
+        fix_crc(&mut records);
+        for timestamp_type in [TimestampType::CreateTime, TimestampType::LogAppendTime] {
+            let mut c = cfg();
+            c.timestamp_type = timestamp_type;
+            let err = check(&records, &c).expect_err("overflow");
+            assert_eq!(err.code, ErrorCode::INVALID_TIMESTAMP);
+            let indices: Vec<i32> = err.record_errors.iter().map(|e| e.batch_index).collect();
+            assert_eq!(indices, vec![1], "{err}");
+        }
+    }
+
+    #[test]
+    fn log_validator_keeps_the_true_maximum_below_minus_one() {
+        let mut b = BatchBuilder::new(0);
+        b.push(-5, Some(b"k"), None, &[]);
+        b.push(-3, Some(b"k"), None, &[]);
+        let mut records = b.build().to_vec();
+        let v = validate_produce(&mut records, &cfg()).expect("valid");
+        assert_eq!((v.max_timestamp, v.max_timestamp_offset_delta), (-3, 1));
+        assert!(!v.rewritten);
+        record_batch::validate(&records).expect("consistent with the stored-batch rules");
+    }
+
+    #[test]
     fn log_validator_requires_keys_on_compacted_topics() {
         let mut b = BatchBuilder::new(0);
         b.push(NOW_MS, Some(b"k"), None, &[]);
@@ -1186,7 +1236,8 @@ mod tests {
             let mut ok = built.clone();
             let v = validate_produce(&mut ok, &c);
             prop_assert!(v.is_ok(), "{:?}", v);
-            record_batch::verify(&ok).expect("valid CRC after validation");
+            let stored = record_batch::validate_with_limit(&ok, c.decompressed_bytes_max);
+            prop_assert!(stored.is_ok(), "{:?}", stored);
 
             let mut corrupt = built.clone();
             let i = at.index(corrupt.len());
@@ -1199,7 +1250,9 @@ mod tests {
                     // Only bytes outside the CRC may change undetected: the partition leader
                     // epoch (12..16). Anything else passing would be a missed corruption.
                     prop_assert!((12..16).contains(&i), "corruption at byte {} passed", i);
-                    record_batch::verify(&corrupt).expect("valid CRC");
+                    let stored =
+                        record_batch::validate_with_limit(&corrupt, c.decompressed_bytes_max);
+                    prop_assert!(stored.is_ok(), "{:?}", stored);
                 }
             }
         }
