@@ -1,14 +1,14 @@
-//! The simulation suites (`cargo test --features sim`): a partition log on a simulated disk,
-//! driven over simulated TCP by concurrent clients while a nemesis kills the node with every
-//! disk crash mode, injects IO errors and jumps its clock; then the spec's checkers judge the
-//! history against an offline read of the disk.
+//! The simulation suites (`cargo test --features sim`): the broker on a simulated disk, driven
+//! over simulated TCP by concurrent Kafka clients (Samsa's own) while a nemesis kills the node
+//! with every disk crash mode, injects IO errors, jumps its clock, restarts it gracefully, and
+//! clogs and slows its links; then the spec's checkers judge the history against an offline
+//! read of the partition's log from the disk.
 //!
 //! Seeds: `MADSIM_TEST_SEED` (base, default 1) and `MADSIM_TEST_NUM` (count per suite). A
 //! failing seed prints the command that replays it.
 
 mod harness;
 mod node;
-mod wire;
 mod workload;
 
 use harness::{run_seed, run_suite, Options};
@@ -95,10 +95,18 @@ fn same_seed_gives_identical_history_nemesis_and_disk() {
             a.history.events().len() > 100,
             "seed {seed} did too little to compare"
         );
-        assert_eq!(
-            a.history.render(),
-            b.history.render(),
-            "seed {seed}: histories differ"
+        let (ra, rb) = (a.history.render(), b.history.render());
+        if std::env::var_os("SAMSA_SIM_DUMP").is_some() {
+            #[allow(clippy::disallowed_methods)]
+            {
+                let _ = std::fs::write(format!("/tmp/det-{seed}-a"), &ra);
+                let _ = std::fs::write(format!("/tmp/det-{seed}-b"), &rb);
+            }
+        }
+        assert!(
+            ra == rb,
+            "seed {seed}: histories differ, first at {}",
+            first_difference(&ra, &rb)
         );
         assert_eq!(
             a.nemesis, b.nemesis,
@@ -129,4 +137,16 @@ fn first_hundred_seeds_reach_at_least_fifty_distinct_crash_points() {
         "only {} distinct crash points over 100 seeds",
         points.len()
     );
+}
+
+/// The first line where two renders differ, with both versions, for a readable failure.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    for number in 1.. {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => continue,
+            (x, y) => return format!("line {number}:\n  {x:?}\n  {y:?}"),
+        }
+    }
+    unreachable!("the loop returns at the first difference or the end")
 }
