@@ -30,6 +30,9 @@ pub const SHUTDOWN_POLL_MS: u64 = 100;
 
 /// The file in the temporary directory that collects the broker's stderr.
 pub const STDERR_FILE: &str = "broker-stderr.log";
+/// How much of the end of the broker's stderr a failure message shows (the whole file stays
+/// in the kept directory).
+pub const STDERR_SHOWN_BYTES_MAX: usize = 32 * 1024;
 
 /// One broker child process and the directory that outlives its restarts.
 pub struct BrokerProcess {
@@ -117,6 +120,23 @@ impl BrokerProcess {
         text
     }
 
+    /// The last `STDERR_SHOWN_BYTES_MAX` bytes of the broker's stderr, for failure messages.
+    pub fn stderr_tail(&self) -> String {
+        let text = self.stderr_text();
+        if text.len() <= STDERR_SHOWN_BYTES_MAX {
+            return text;
+        }
+        let mut start = text.len() - STDERR_SHOWN_BYTES_MAX;
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        format!(
+            "[... {start} earlier bytes in {}]\n{}",
+            self.stderr_path().display(),
+            &text[start..]
+        )
+    }
+
     /// Whether the child is still running (not exited, not killed).
     pub fn is_alive(&mut self) -> bool {
         match self.child.as_mut() {
@@ -139,7 +159,7 @@ impl BrokerProcess {
                 .and_then(|c| c.try_wait().ok().flatten());
             panic!(
                 "the broker is not running after {after} (exit status {status:?}); stderr:\n{}",
-                self.stderr_text()
+                self.stderr_tail()
             );
         }
     }
@@ -164,7 +184,7 @@ impl BrokerProcess {
         panic!(
             "the broker did not exit within {} ms of SIGTERM; stderr:\n{}",
             u64::from(SHUTDOWN_ATTEMPTS_MAX) * SHUTDOWN_POLL_MS,
-            self.stderr_text()
+            self.stderr_tail()
         );
     }
 
@@ -254,7 +274,7 @@ impl BrokerProcess {
                 self.child = None;
                 panic!(
                     "the broker exited before accepting connections ({status}); stderr:\n{}",
-                    self.stderr_text()
+                    self.stderr_tail()
                 );
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(READY_POLL_MS)).is_ok() {
@@ -264,7 +284,7 @@ impl BrokerProcess {
         }
         panic!(
             "the broker did not accept connections on {addr} after {READY_ATTEMPTS_MAX} attempts; stderr:\n{}",
-            self.stderr_text()
+            self.stderr_tail()
         );
     }
 }
@@ -276,7 +296,7 @@ impl Drop for BrokerProcess {
             eprintln!(
                 "----- broker stderr ({}):\n{}\n----- end of broker stderr",
                 self.stderr_path().display(),
-                self.stderr_text()
+                self.stderr_tail()
             );
             if let Some(dir) = self.dir.take() {
                 let kept = dir.keep();
