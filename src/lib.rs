@@ -5,6 +5,7 @@
 //! formats; [`log`] is the durable partition log built on `rt`'s disk.
 
 pub mod broker;
+pub mod cli;
 pub mod client;
 pub mod log;
 pub mod protocol;

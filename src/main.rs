@@ -1,5 +1,4 @@
-//! The `samsa` command. For now it only reports what it is; the broker and the tools arrive
-//! with the later steps (see README.md).
+//! The `samsa` command; see `samsa::cli`.
 
 #[cfg(feature = "sim")]
 fn main() {
@@ -10,17 +9,6 @@ fn main() {
 }
 
 #[cfg(not(feature = "sim"))]
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("--version") | Some("version") => println!("samsa {}", env!("CARGO_PKG_VERSION")),
-        _ => {
-            eprintln!(
-                "samsa {}: the broker and command-line tools are not built yet (step 3 of the plan); \
-                 this build provides the durable partition log library and its simulation suites",
-                env!("CARGO_PKG_VERSION")
-            );
-            std::process::exit(2);
-        }
-    }
+fn main() -> std::process::ExitCode {
+    samsa::cli::main(std::env::args().skip(1).collect())
 }

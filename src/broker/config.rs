@@ -4,14 +4,48 @@
 //! effective settings of one topic: its overrides on top of the broker's defaults, as Kafka
 //! resolves topic configs through their broker synonyms (`segment.bytes` falls back to
 //! `log.segment.bytes`). Parsing and validation name the offending key.
+//!
+//! Owns: the Java-properties text format ([`parse_properties`], also used for persisted topic
+//! overrides through [`encode_overrides`] / [`decode_overrides`]), the table of recognised
+//! broker keys, the keys of Kafka's stock `server.properties` that are accepted but not used
+//! yet ([`IGNORED_BROKER_KEYS`]), and the table of topic keys with their broker synonyms.
+//!
+//! Invariants:
+//! - Every value in a [`BrokerConfig`] or [`TopicConfig`] built here passed its range check, so
+//!   `to_log_config` always yields a [`LogConfig`] that `LogConfig::validate` accepts.
+//! - Any key neither recognised nor ignored is an error: a typo never silently leaves a
+//!   default in force.
+//! - Defaults are Kafka 4.0's, except where a doc comment says Samsa differs: the flush
+//!   policy (Samsa syncs before acknowledging unless `log.flush.interval.*` is set),
+//!   `max.connections` (bounded by default), the minimum `segment.bytes` and
+//!   `index.interval.bytes`/`segment.index.bytes` lower bounds (those the log can honour), and
+//!   `compression.type` (only `producer` is supported).
 
-use crate::log::{FlushPolicy, LogConfig};
+use crate::log::{FlushPolicy, LogConfig, SEGMENT_BYTES_MAX, SEGMENT_BYTES_MIN};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// The largest `socket.request.max.bytes` accepted: a request is buffered whole before it is
+/// parsed, so this bounds the memory one connection can demand (1 GiB).
+pub const SOCKET_REQUEST_MAX_BYTES_MAX: usize = 1 << 30;
+/// The largest `max.connections` accepted (Kafka's own ceiling, `Integer.MAX_VALUE`).
+pub const MAX_CONNECTIONS_MAX: usize = i32::MAX as usize;
+/// The largest `queued.max.requests` accepted: each queued request may hold a whole frame.
+pub const QUEUED_MAX_REQUESTS_MAX: usize = 1 << 20;
+/// Physical lines one logical properties line may span through backslash continuations.
+pub const CONTINUATION_LINES_MAX: usize = 10_000;
+/// Kafka's stand-in for "never" in its long-valued settings (`Long.MAX_VALUE`).
+pub const KAFKA_LONG_MAX: i64 = i64::MAX;
+/// Bytes per offset-index entry: the smallest `segment.index.bytes` the log can use.
+const INDEX_ENTRY_BYTES: u64 = 8;
 
 /// One `listeners` / `advertised.listeners` entry: `NAME://host:port`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
-    /// The listener name (`PLAINTEXT` by default).
+    /// The listener name (`PLAINTEXT` by default), upper-case.
     pub name: String,
+    /// A host name or address; `0.0.0.0` in `listeners` binds every interface (Kafka's empty
+    /// host, as in `PLAINTEXT://:9092`, is read as that).
     pub host: String,
     pub port: u16,
 }
@@ -28,13 +62,14 @@ pub enum TimestampType {
 /// The node's settings, named after Kafka's broker configs (units last).
 #[derive(Clone, Debug)]
 pub struct BrokerConfig {
-    /// `node.id`.
+    /// `node.id` (or its alias `broker.id`).
     pub node_id: i32,
-    /// `listeners`: where the broker accepts connections.
+    /// `listeners`: where the broker accepts connections. Listeners named in
+    /// `controller.listener.names` are left out: Samsa runs no KRaft controller.
     pub listeners: Vec<Endpoint>,
     /// `advertised.listeners`: what Metadata tells clients (the listeners when unset).
     pub advertised_listeners: Vec<Endpoint>,
-    /// `log.dirs` (or `log.dir`): one data directory.
+    /// `log.dirs` (or `log.dir`): exactly one data directory for now.
     pub log_dirs: Vec<String>,
     /// `num.partitions`: partitions of an auto-created topic.
     pub num_partitions: i32,
@@ -46,9 +81,11 @@ pub struct BrokerConfig {
     pub delete_topic_enable: bool,
     /// `message.max.bytes`: the largest record batch accepted (topic `max.message.bytes`).
     pub message_max_bytes: usize,
-    /// `socket.request.max.bytes`: the largest request frame read.
+    /// `socket.request.max.bytes`: the largest request frame read, at most
+    /// [`SOCKET_REQUEST_MAX_BYTES_MAX`].
     pub socket_request_max_bytes: usize,
-    /// `max.connections`: open client connections at most.
+    /// `max.connections`: open client connections at most. Samsa's default is 10 000 where
+    /// Kafka's is unbounded (`Integer.MAX_VALUE`): every connection holds buffers.
     pub max_connections: usize,
     /// `connections.max.idle.ms`: a connection idle this long is closed.
     pub connections_max_idle_ms: u64,
@@ -56,14 +93,16 @@ pub struct BrokerConfig {
     pub queued_max_requests: usize,
     /// `log.segment.bytes`.
     pub log_segment_bytes: u64,
-    /// `log.roll.ms` (or `log.roll.hours`).
+    /// `log.roll.ms` (or `log.roll.hours`; the ms key wins, as in Kafka).
     pub log_roll_ms: i64,
     /// `log.index.interval.bytes`.
     pub log_index_interval_bytes: u64,
     /// `log.index.size.max.bytes`.
     pub log_index_size_max_bytes: u64,
     /// `log.flush.interval.messages` / `log.flush.interval.ms`, or Samsa's default of syncing
-    /// before acknowledging (see [`FlushPolicy`]).
+    /// before acknowledging (see [`FlushPolicy`]). Kafka's default is the page cache with
+    /// both limits at `Long.MAX_VALUE`; setting either key here switches to
+    /// [`FlushPolicy::PageCache`] with that default for the other.
     pub log_flush: FlushPolicy,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval_ms: u64,
@@ -71,12 +110,28 @@ pub struct BrokerConfig {
     pub log_message_timestamp_type: TimestampType,
     /// `log.message.timestamp.before.max.ms`.
     pub log_message_timestamp_before_max_ms: i64,
-    /// `log.message.timestamp.after.max.ms`.
+    /// `log.message.timestamp.after.max.ms` (Kafka 4.0's default: one hour, KIP-1030).
     pub log_message_timestamp_after_max_ms: i64,
+    /// `log.retention.ms` (or `.minutes`, or `.hours`, in that precedence); -1: no limit.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes`; -1: no limit.
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms`.
+    pub log_retention_check_interval_ms: u64,
+    /// `log.cleanup.policy`.
+    pub log_cleanup_policy: CleanupPolicy,
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: i32,
+    /// Keys set (file or override) that Samsa accepts without acting on, sorted.
+    pub ignored: Vec<String>,
+    /// Recognised keys set explicitly (file or override): DescribeConfigs reports these as
+    /// broker-level sources.
+    pub explicit_keys: BTreeSet<String>,
 }
 
 impl Default for BrokerConfig {
     /// The embedded default: one node, data in `./samsa-data`, listening on 127.0.0.1:9092.
+    /// Everything else is Kafka 4.0's default except where a field's doc says otherwise.
     fn default() -> Self {
         let listener = Endpoint {
             name: "PLAINTEXT".to_string(),
@@ -106,6 +161,13 @@ impl Default for BrokerConfig {
             log_message_timestamp_type: TimestampType::CreateTime,
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,
+            log_retention_ms: 7 * 24 * HOUR_MS,
+            log_retention_bytes: -1,
+            log_retention_check_interval_ms: 300_000,
+            log_cleanup_policy: CleanupPolicy::Delete,
+            min_insync_replicas: 1,
+            ignored: Vec::new(),
+            explicit_keys: BTreeSet::new(),
         }
     }
 }
@@ -115,6 +177,8 @@ impl Default for BrokerConfig {
 pub struct TopicConfig {
     /// `cleanup.policy` includes `compact`: records without a key are refused.
     pub cleanup_policy_compact: bool,
+    /// `cleanup.policy` (`cleanup_policy_compact` is `cleanup_policy.compacts()`).
+    pub cleanup_policy: CleanupPolicy,
     /// `max.message.bytes`.
     pub max_message_bytes: usize,
     /// `message.timestamp.type`.
@@ -133,13 +197,934 @@ pub struct TopicConfig {
     pub segment_index_bytes: u64,
     /// `flush.messages` / `flush.ms`.
     pub flush: FlushPolicy,
+    /// `retention.ms`; -1: no limit.
+    pub retention_ms: i64,
+    /// `retention.bytes`; -1: no limit.
+    pub retention_bytes: i64,
+    /// `min.insync.replicas`.
+    pub min_insync_replicas: i32,
+    /// `unclean.leader.election.enable` (kept; a single node never elects).
+    pub unclean_leader_election_enable: bool,
+    /// `delete.retention.ms`: how long tombstones survive compaction.
+    pub delete_retention_ms: i64,
+    /// `min.compaction.lag.ms`.
+    pub min_compaction_lag_ms: i64,
+    /// `file.delete.delay.ms`: how long a deleted segment's files linger.
+    pub file_delete_delay_ms: i64,
+    /// `segment.jitter.ms`.
+    pub segment_jitter_ms: i64,
+    /// `preallocate` (kept; Samsa does not preallocate segment files).
+    pub preallocate: bool,
+    /// `message.downconversion.enable` (kept; Samsa serves only the v2 record format, which
+    /// every fetch version it supports reads, so it never down-converts).
+    pub message_downconversion_enable: bool,
 }
+
+/// Why a configuration cannot be used. Every variant names the key or line at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// A properties line that cannot be read (1-based line number where it starts).
+    Syntax { line: usize, reason: String },
+    /// A `--override` argument that is not `key=value`.
+    Override { arg: String },
+    /// A broker key that is neither recognised nor on [`IGNORED_BROKER_KEYS`].
+    UnknownKey { key: String, line: Option<usize> },
+    /// A topic-level key Samsa does not know (CreateTopics answers `INVALID_CONFIG`).
+    UnknownTopicKey { key: String },
+    /// A value outside what the key allows; `allowed` states the range or the choices.
+    InvalidValue {
+        key: String,
+        value: String,
+        allowed: String,
+        line: Option<usize>,
+    },
+    /// Two settings that are each valid but contradict each other.
+    Conflict { keys: String, reason: String },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = |line: &Option<usize>| match line {
+            Some(line) => format!("line {line}: "),
+            None => String::new(),
+        };
+        match self {
+            ConfigError::Syntax { line, reason } => write!(f, "line {line}: {reason}"),
+            ConfigError::Override { arg } => {
+                write!(f, "invalid override '{arg}': expected key=value")
+            }
+            ConfigError::UnknownKey { key, line } => {
+                write!(f, "{}unknown setting '{key}'", at(line))
+            }
+            ConfigError::UnknownTopicKey { key } => write!(f, "unknown topic config '{key}'"),
+            ConfigError::InvalidValue {
+                key,
+                value,
+                allowed,
+                line,
+            } => write!(
+                f,
+                "{}invalid value '{value}' for '{key}': {allowed}",
+                at(line)
+            ),
+            ConfigError::Conflict { keys, reason } => write!(f, "{keys}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Whitespace as `java.util.Properties` counts it: space, tab and form feed.
+fn is_properties_space(c: char) -> bool {
+    c == ' ' || c == '\t' || c == '\u{c}'
+}
+
+/// Whether a physical line ends in an odd number of backslashes, i.e. continues.
+fn continues(line: &str) -> bool {
+    line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
+}
+
+/// Parses Java-properties text into `(key, value, line)` triples in file order, `line` being
+/// the 1-based line where the entry starts. Duplicates are kept; later ones win when applied.
+///
+/// Follows `java.util.Properties.load`: `#` and `!` start comment lines; a key ends at the
+/// first unescaped `=`, `:` or whitespace, after which whitespace and one `=` or `:` are
+/// skipped; a line ending in an odd number of backslashes continues on the next line with
+/// its leading whitespace dropped; `\t \n \r \f \\ \uXXXX` are escapes and any other escaped
+/// character stands for itself. Unlike Java, an invalid `\u` escape, an empty key and a
+/// continuation at the end of the text are errors rather than guesses.
+pub fn parse_properties(text: &str) -> Result<Vec<(String, String, usize)>, ConfigError> {
+    let mut entries = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((index, raw)) = lines.next() {
+        let line_no = index + 1;
+        let first = raw.trim_start_matches(is_properties_space);
+        if first.is_empty() || first.starts_with('#') || first.starts_with('!') {
+            continue;
+        }
+        let mut logical = first.to_string();
+        let mut joined = 0usize;
+        while continues(&logical) {
+            logical.pop();
+            joined += 1;
+            if joined > CONTINUATION_LINES_MAX {
+                return Err(ConfigError::Syntax {
+                    line: line_no,
+                    reason: format!(
+                        "more than {CONTINUATION_LINES_MAX} continuation lines in one entry"
+                    ),
+                });
+            }
+            match lines.next() {
+                Some((_, next)) => logical.push_str(next.trim_start_matches(is_properties_space)),
+                None => {
+                    return Err(ConfigError::Syntax {
+                        line: line_no,
+                        reason: "line continuation ('\\' at end of line) at end of file".into(),
+                    })
+                }
+            }
+        }
+        let (raw_key, raw_value) = split_key_value(&logical);
+        let key = unescape(raw_key, line_no)?;
+        if key.is_empty() {
+            return Err(ConfigError::Syntax {
+                line: line_no,
+                reason: format!("entry without a key: '{logical}'"),
+            });
+        }
+        let value = unescape(raw_value, line_no)?;
+        entries.push((key, value, line_no));
+    }
+    Ok(entries)
+}
+
+/// Splits a logical line (leading whitespace already gone) into its raw key and raw value,
+/// both still escaped.
+fn split_key_value(logical: &str) -> (&str, &str) {
+    let mut escaped = false;
+    let mut key_end = logical.len();
+    for (i, c) in logical.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '=' || c == ':' || is_properties_space(c) {
+            key_end = i;
+            break;
+        }
+    }
+    let key = &logical[..key_end];
+    let rest = logical[key_end..].trim_start_matches(is_properties_space);
+    let rest = rest
+        .strip_prefix('=')
+        .or_else(|| rest.strip_prefix(':'))
+        .unwrap_or(rest);
+    (key, rest.trim_start_matches(is_properties_space))
+}
+
+/// Resolves the escapes of a raw key or value.
+fn unescape(raw: &str, line: usize) -> Result<String, ConfigError> {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    let mut pending_high: Option<u16> = None;
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            check_no_pending_surrogate(pending_high, line)?;
+            pending_high = None;
+            out.push(c);
+            continue;
+        }
+        let Some(escaped) = chars.next() else {
+            // A lone trailing backslash was consumed as a continuation; an escaped one here
+            // can only come from an even run, which pairs up above.
+            break;
+        };
+        if escaped != 'u' {
+            check_no_pending_surrogate(pending_high, line)?;
+            pending_high = None;
+            out.push(match escaped {
+                't' => '\t',
+                'n' => '\n',
+                'r' => '\r',
+                'f' => '\u{c}',
+                other => other,
+            });
+            continue;
+        }
+        let hex: String = chars.by_ref().take(4).collect();
+        let unit = (hex.len() == 4)
+            .then(|| u16::from_str_radix(&hex, 16).ok())
+            .flatten()
+            .ok_or_else(|| ConfigError::Syntax {
+                line,
+                reason: format!("malformed \\uXXXX escape '\\u{hex}'"),
+            })?;
+        match (pending_high.take(), unit) {
+            (None, 0xD800..=0xDBFF) => pending_high = Some(unit),
+            (Some(high), 0xDC00..=0xDFFF) => {
+                let code =
+                    0x10000 + ((u32::from(high) - 0xD800) << 10) + (u32::from(unit) - 0xDC00);
+                match char::from_u32(code) {
+                    Some(ch) => out.push(ch),
+                    None => {
+                        return Err(ConfigError::Syntax {
+                            line,
+                            reason: format!("invalid surrogate pair \\u{high:04X}\\u{unit:04X}"),
+                        })
+                    }
+                }
+            }
+            (Some(high), _) => {
+                return Err(ConfigError::Syntax {
+                    line,
+                    reason: format!("unpaired surrogate \\u{high:04X}"),
+                })
+            }
+            (None, _) => match char::from_u32(u32::from(unit)) {
+                Some(ch) => out.push(ch),
+                None => {
+                    return Err(ConfigError::Syntax {
+                        line,
+                        reason: format!("unpaired surrogate \\u{unit:04X}"),
+                    })
+                }
+            },
+        }
+    }
+    check_no_pending_surrogate(pending_high, line)?;
+    Ok(out)
+}
+
+fn check_no_pending_surrogate(pending: Option<u16>, line: usize) -> Result<(), ConfigError> {
+    match pending {
+        Some(high) => Err(ConfigError::Syntax {
+            line,
+            reason: format!("unpaired surrogate \\u{high:04X}"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Escapes a key or value so [`parse_properties`] reads it back unchanged.
+fn escape(text: &str, is_key: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{c}' => out.push_str("\\f"),
+            // A key ends at these; a value's leading ones would be taken as separators or
+            // skipped as whitespace; a key's leading `#`/`!` would make a comment line.
+            '=' | ':' | ' ' if is_key || i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            '#' | '!' if is_key && i == 0 => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Parses one `--override key=value` argument (split at the first `=`; the key is trimmed).
+pub fn parse_override(arg: &str) -> Result<(String, String), ConfigError> {
+    match arg.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.trim().to_string()))
+        }
+        _ => Err(ConfigError::Override {
+            arg: arg.to_string(),
+        }),
+    }
+}
+
+/// Serialises per-topic overrides as properties text, one `key=value` line each in key
+/// order, for persisting next to the topic's metadata.
+pub fn encode_overrides(overrides: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    for (key, value) in overrides {
+        out.push_str(&escape(key, true));
+        out.push('=');
+        out.push_str(&escape(value, false));
+        out.push('\n');
+    }
+    out
+}
+
+/// Reads back what [`encode_overrides`] wrote (any properties text; a later duplicate wins).
+pub fn decode_overrides(text: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    Ok(parse_properties(text)?
+        .into_iter()
+        .map(|(key, value, _)| (key, value))
+        .collect())
+}
+
+/// Keys of Kafka's stock KRaft `server.properties` (and a few other common broker keys) that
+/// Samsa accepts so such a file loads, but does not act on yet. [`BrokerConfig::ignored_keys`]
+/// lists the ones a configuration actually set, for the broker to warn about.
+pub const IGNORED_BROKER_KEYS: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "inter.broker.listener.name",
+    "listener.security.protocol.map",
+    "num.network.threads",
+    "num.io.threads",
+    "num.replica.fetchers",
+    "background.threads",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "socket.listen.backlog.size",
+    "num.recovery.threads.per.data.dir",
+    "metadata.log.dir",
+    "offsets.topic.replication.factor",
+    "offsets.topic.num.partitions",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "transaction.state.log.num.partitions",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "share.coordinator.state.topic.num.partitions",
+    "group.initial.rebalance.delay.ms",
+    "log.cleaner.threads",
+    "log.cleaner.enable",
+];
+
+/// Broker keys Samsa acts on (besides aliases handled with them).
+const RECOGNISED_BROKER_KEYS: &[&str] = &[
+    "node.id",
+    "broker.id",
+    "listeners",
+    "advertised.listeners",
+    "controller.listener.names",
+    "log.dirs",
+    "log.dir",
+    "num.partitions",
+    "default.replication.factor",
+    "auto.create.topics.enable",
+    "delete.topic.enable",
+    "message.max.bytes",
+    "socket.request.max.bytes",
+    "max.connections",
+    "connections.max.idle.ms",
+    "queued.max.requests",
+    "log.segment.bytes",
+    "log.roll.ms",
+    "log.roll.hours",
+    "log.index.interval.bytes",
+    "log.index.size.max.bytes",
+    "log.flush.interval.messages",
+    "log.flush.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms",
+    "log.message.timestamp.type",
+    "log.message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms",
+    "log.retention.ms",
+    "log.retention.minutes",
+    "log.retention.hours",
+    "log.retention.bytes",
+    "log.retention.check.interval.ms",
+    "log.cleanup.policy",
+    "min.insync.replicas",
+];
+
+/// The merged settings of a file and its overrides, consumed key by key.
+struct Settings {
+    /// key -> (value, line in the file; `None` for an override).
+    values: BTreeMap<String, (String, Option<usize>)>,
+}
+
+impl Settings {
+    fn get(&self, key: &str) -> Option<(&str, Option<usize>)> {
+        self.values.get(key).map(|(v, line)| (v.trim(), *line))
+    }
+
+    fn invalid(&self, key: &str, allowed: impl Into<String>) -> ConfigError {
+        let (value, line) = self.get(key).unwrap_or(("", None));
+        ConfigError::InvalidValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            allowed: allowed.into(),
+            line,
+        }
+    }
+
+    /// An integer setting within `[min, max]`, or `None` when unset.
+    fn int(&self, key: &str, min: i64, max: i64) -> Result<Option<i64>, ConfigError> {
+        let Some((value, _)) = self.get(key) else {
+            return Ok(None);
+        };
+        match value.parse::<i64>() {
+            Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(self.invalid(key, format!("must be an integer in [{min}, {max}]"))),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
+        let Some((value, _)) = self.get(key) else {
+            return Ok(None);
+        };
+        parse_bool(value)
+            .map(Some)
+            .ok_or_else(|| self.invalid(key, "must be true or false"))
+    }
+}
+
+/// Kafka's boolean parsing: `true` or `false`, case-insensitive.
+fn parse_bool(value: &str) -> Option<bool> {
+    if value.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if value.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+fn parse_timestamp_type(value: &str) -> Option<TimestampType> {
+    match value {
+        "CreateTime" => Some(TimestampType::CreateTime),
+        "LogAppendTime" => Some(TimestampType::LogAppendTime),
+        _ => None,
+    }
+}
+
+/// Converts a range-checked non-negative integer.
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn to_usize(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// Parses a `listeners`-style list: comma-separated `NAME://host:port`, host possibly empty
+/// (every interface) or a bracketed IPv6 address. Listener names are case-insensitive in
+/// Kafka and kept upper-case here.
+fn parse_endpoints(key: &str, settings: &Settings) -> Result<Vec<Endpoint>, ConfigError> {
+    let allowed = "must be a comma-separated list of NAME://host:port with port in [0, 65535] \
+                   and distinct names";
+    let (value, _) = settings.get(key).unwrap_or(("", None));
+    let mut endpoints: Vec<Endpoint> = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let endpoint = parse_endpoint(item).ok_or_else(|| settings.invalid(key, allowed))?;
+        if endpoints.iter().any(|e| e.name == endpoint.name) {
+            return Err(settings.invalid(key, allowed));
+        }
+        endpoints.push(endpoint);
+    }
+    if endpoints.is_empty() {
+        return Err(settings.invalid(key, allowed));
+    }
+    Ok(endpoints)
+}
+
+fn parse_endpoint(item: &str) -> Option<Endpoint> {
+    let (name, address) = item.split_once("://")?;
+    let name_ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !name_ok {
+        return None;
+    }
+    let (host, port) = address.rsplit_once(':')?;
+    let host_ok = if let Some(inner) = host.strip_prefix('[') {
+        inner.strip_suffix(']').is_some_and(|ip| !ip.is_empty())
+    } else {
+        !host.contains([':', '/', '[', ']', ' '])
+    };
+    if !host_ok || port.is_empty() || !port.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    Some(Endpoint {
+        name: name.to_ascii_uppercase(),
+        host: host.to_string(),
+        port: port.parse::<u16>().ok()?,
+    })
+}
+
+/// Whether a host means "every interface", which cannot be advertised to clients.
+fn is_wildcard_host(host: &str) -> bool {
+    host.is_empty() || host == "0.0.0.0" || host == "[::]"
+}
+
+impl BrokerConfig {
+    /// Reads a `server.properties` text (if any) and applies `--override`s on top.
+    pub fn load(file: Option<&str>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+        let pairs = match file {
+            Some(text) => parse_properties(text)?,
+            None => Vec::new(),
+        };
+        BrokerConfig::from_properties(&pairs, overrides)
+    }
+
+    /// Builds the configuration from parsed `(key, value, line)` entries and overrides
+    /// (which win over the file; later entries win over earlier ones). Unset keys keep the
+    /// embedded default ([`BrokerConfig::default`]).
+    pub fn from_properties(
+        pairs: &[(String, String, usize)],
+        overrides: &[(String, String)],
+    ) -> Result<Self, ConfigError> {
+        let mut values = BTreeMap::new();
+        for (key, value, line) in pairs {
+            values.insert(key.clone(), (value.clone(), Some(*line)));
+        }
+        for (key, value) in overrides {
+            values.insert(key.clone(), (value.clone(), None));
+        }
+        let mut ignored = Vec::new();
+        for (key, (_, line)) in &values {
+            if IGNORED_BROKER_KEYS.contains(&key.as_str()) {
+                ignored.push(key.clone());
+            } else if !RECOGNISED_BROKER_KEYS.contains(&key.as_str()) {
+                return Err(ConfigError::UnknownKey {
+                    key: key.clone(),
+                    line: *line,
+                });
+            }
+        }
+        let s = Settings { values };
+        let mut c = BrokerConfig {
+            explicit_keys: s
+                .values
+                .keys()
+                .filter(|k| RECOGNISED_BROKER_KEYS.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+            ignored,
+            ..BrokerConfig::default()
+        };
+
+        // node.id, with broker.id as its older alias; both set means both must agree.
+        let node_id = s.int("node.id", 0, i64::from(i32::MAX))?;
+        let broker_id = s.int("broker.id", 0, i64::from(i32::MAX))?;
+        if let (Some(a), Some(b)) = (node_id, broker_id) {
+            if a != b {
+                return Err(ConfigError::Conflict {
+                    keys: "node.id, broker.id".into(),
+                    reason: format!("node.id={a} and broker.id={b} disagree"),
+                });
+            }
+        }
+        if let Some(id) = node_id.or(broker_id) {
+            c.node_id = i32::try_from(id).unwrap_or(c.node_id);
+        }
+
+        c.apply_listeners(&s)?;
+
+        // log.dirs wins over log.dir, as in Kafka.
+        let dirs_key = if s.get("log.dirs").is_some() {
+            Some("log.dirs")
+        } else if s.get("log.dir").is_some() {
+            Some("log.dir")
+        } else {
+            None
+        };
+        if let Some(key) = dirs_key {
+            let (value, _) = s.get(key).unwrap_or(("", None));
+            let dirs: Vec<String> = value
+                .split(',')
+                .map(str::trim)
+                .filter(|d| !d.is_empty())
+                .map(str::to_string)
+                .collect();
+            if dirs.len() != 1 {
+                return Err(s.invalid(key, "exactly one directory is supported for now"));
+            }
+            c.log_dirs = dirs;
+        }
+
+        let i32_max = i64::from(i32::MAX);
+        if let Some(n) = s.int("num.partitions", 1, i32_max)? {
+            c.num_partitions = i32::try_from(n).unwrap_or(c.num_partitions);
+        }
+        if let Some(n) = s.int("default.replication.factor", 1, i64::from(i16::MAX))? {
+            c.default_replication_factor = i16::try_from(n).unwrap_or(1);
+        }
+        if let Some(b) = s.bool("auto.create.topics.enable")? {
+            c.auto_create_topics_enable = b;
+        }
+        if let Some(b) = s.bool("delete.topic.enable")? {
+            c.delete_topic_enable = b;
+        }
+        let request_max = SOCKET_REQUEST_MAX_BYTES_MAX as i64;
+        if let Some(n) = s.int("socket.request.max.bytes", 1, request_max)? {
+            c.socket_request_max_bytes = to_usize(n);
+        }
+        if let Some(n) = s.int("message.max.bytes", 0, i32_max)? {
+            c.message_max_bytes = to_usize(n);
+        }
+        if c.message_max_bytes > c.socket_request_max_bytes {
+            return Err(ConfigError::Conflict {
+                keys: "message.max.bytes, socket.request.max.bytes".into(),
+                reason: format!(
+                    "message.max.bytes ({}) exceeds socket.request.max.bytes ({}): such a \
+                     batch could never arrive",
+                    c.message_max_bytes, c.socket_request_max_bytes
+                ),
+            });
+        }
+        if let Some(n) = s.int("max.connections", 0, MAX_CONNECTIONS_MAX as i64)? {
+            c.max_connections = to_usize(n);
+        }
+        if let Some(n) = s.int("connections.max.idle.ms", 1, i64::MAX)? {
+            c.connections_max_idle_ms = to_u64(n);
+        }
+        if let Some(n) = s.int("queued.max.requests", 1, QUEUED_MAX_REQUESTS_MAX as i64)? {
+            c.queued_max_requests = to_usize(n);
+        }
+        if let Some(n) = s.int(
+            "log.segment.bytes",
+            SEGMENT_BYTES_MIN as i64,
+            SEGMENT_BYTES_MAX as i64,
+        )? {
+            c.log_segment_bytes = to_u64(n);
+        }
+        // log.roll.ms wins over log.roll.hours, as in Kafka.
+        let roll_hours = s.int("log.roll.hours", 1, i32_max)?;
+        if let Some(ms) = s.int("log.roll.ms", 1, i64::MAX)? {
+            c.log_roll_ms = ms;
+        } else if let Some(hours) = roll_hours {
+            c.log_roll_ms = hours * HOUR_MS;
+        }
+        if let Some(n) = s.int("log.index.interval.bytes", 1, i32_max)? {
+            c.log_index_interval_bytes = to_u64(n);
+        }
+        if let Some(n) = s.int(
+            "log.index.size.max.bytes",
+            INDEX_ENTRY_BYTES as i64,
+            i32_max,
+        )? {
+            c.log_index_size_max_bytes = to_u64(n);
+        }
+        let flush_messages = s.int("log.flush.interval.messages", 1, i64::MAX)?;
+        let flush_ms = s.int("log.flush.interval.ms", 1, i64::MAX)?;
+        if flush_messages.is_some() || flush_ms.is_some() {
+            c.log_flush = FlushPolicy::PageCache {
+                flush_messages: to_u64(flush_messages.unwrap_or(KAFKA_LONG_MAX)),
+                flush_ms: to_u64(flush_ms.unwrap_or(KAFKA_LONG_MAX)),
+            };
+        }
+        if let Some(n) = s.int("log.flush.offset.checkpoint.interval.ms", 1, i32_max)? {
+            c.log_flush_offset_checkpoint_interval_ms = to_u64(n);
+        }
+        if let Some((value, _)) = s.get("log.message.timestamp.type") {
+            c.log_message_timestamp_type = parse_timestamp_type(value).ok_or_else(|| {
+                s.invalid(
+                    "log.message.timestamp.type",
+                    "must be CreateTime or LogAppendTime",
+                )
+            })?;
+        }
+        if let Some(n) = s.int("log.message.timestamp.before.max.ms", 0, i64::MAX)? {
+            c.log_message_timestamp_before_max_ms = n;
+        }
+        if let Some(n) = s.int("log.message.timestamp.after.max.ms", 0, i64::MAX)? {
+            c.log_message_timestamp_after_max_ms = n;
+        }
+        // Retention: log.retention.ms wins over .minutes, which wins over .hours; -1 (or
+        // any negative ms value, as Kafka) means no time limit.
+        let retention_hours = s.int("log.retention.hours", -1, i32_max)?;
+        let retention_minutes = s.int("log.retention.minutes", -1, i32_max)?;
+        if let Some(ms) = s.int("log.retention.ms", -1, i64::MAX)? {
+            c.log_retention_ms = ms;
+        } else if let Some(minutes) = retention_minutes {
+            c.log_retention_ms = if minutes < 0 { -1 } else { minutes * MINUTE_MS };
+        } else if let Some(hours) = retention_hours {
+            c.log_retention_ms = if hours < 0 { -1 } else { hours * HOUR_MS };
+        }
+        if let Some(n) = s.int("log.retention.bytes", -1, i64::MAX)? {
+            c.log_retention_bytes = n;
+        }
+        if let Some(n) = s.int("log.retention.check.interval.ms", 1, i64::MAX)? {
+            c.log_retention_check_interval_ms = to_u64(n);
+        }
+        if let Some((value, _)) = s.get("log.cleanup.policy") {
+            c.log_cleanup_policy = CleanupPolicy::parse(value)
+                .ok_or_else(|| s.invalid("log.cleanup.policy", CleanupPolicy::ALLOWED))?;
+        }
+        if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
+            c.min_insync_replicas = i32::try_from(n).unwrap_or(1);
+        }
+        Ok(c)
+    }
+
+    /// `listeners`, `advertised.listeners` and `controller.listener.names`.
+    fn apply_listeners(&mut self, s: &Settings) -> Result<(), ConfigError> {
+        // Samsa runs no KRaft controller: the controller listeners of a combined-mode file
+        // are dropped rather than bound.
+        let controller_names: BTreeSet<String> = s
+            .get("controller.listener.names")
+            .map(|(v, _)| {
+                v.split(',')
+                    .map(|n| n.trim().to_ascii_uppercase())
+                    .filter(|n| !n.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let not_controller = |e: &Endpoint| !controller_names.contains(&e.name);
+        if s.get("listeners").is_some() {
+            let mut listeners: Vec<Endpoint> = parse_endpoints("listeners", s)?
+                .into_iter()
+                .filter(not_controller)
+                .collect();
+            if listeners.is_empty() {
+                return Err(s.invalid(
+                    "listeners",
+                    "needs a listener besides those in controller.listener.names",
+                ));
+            }
+            // An empty host binds every interface, as Kafka's `PLAINTEXT://:9092`.
+            for listener in &mut listeners {
+                if listener.host.is_empty() {
+                    listener.host = "0.0.0.0".to_string();
+                }
+            }
+            self.listeners = listeners;
+        }
+        if s.get("advertised.listeners").is_some() {
+            let advertised: Vec<Endpoint> = parse_endpoints("advertised.listeners", s)?
+                .into_iter()
+                .filter(not_controller)
+                .collect();
+            for endpoint in &advertised {
+                if is_wildcard_host(&endpoint.host) {
+                    return Err(s.invalid(
+                        "advertised.listeners",
+                        format!(
+                            "listener {} has host '{}', which clients cannot connect to: \
+                             advertise a host name or address",
+                            endpoint.name, endpoint.host
+                        ),
+                    ));
+                }
+                if !self.listeners.iter().any(|l| l.name == endpoint.name) {
+                    return Err(s.invalid(
+                        "advertised.listeners",
+                        format!("listener {} is not in listeners", endpoint.name),
+                    ));
+                }
+            }
+            self.advertised_listeners = advertised;
+        } else {
+            if let Some(l) = self.listeners.iter().find(|l| is_wildcard_host(&l.host)) {
+                return Err(ConfigError::Conflict {
+                    keys: "advertised.listeners".into(),
+                    reason: format!(
+                        "unset, so it defaults to listeners, but listener {} binds every \
+                         interface (host '{}'), which cannot be advertised: set \
+                         advertised.listeners",
+                        l.name, l.host
+                    ),
+                });
+            }
+            self.advertised_listeners = self.listeners.clone();
+        }
+        Ok(())
+    }
+
+    /// The keys this configuration set that Samsa accepts but does not use yet (see
+    /// [`IGNORED_BROKER_KEYS`]), sorted; the broker logs a warning for each.
+    pub fn ignored_keys(&self) -> &[String] {
+        &self.ignored
+    }
+
+    /// The one data directory (`log.dirs`).
+    pub fn log_dir(&self) -> &str {
+        self.log_dirs.first().map(String::as_str).unwrap_or("")
+    }
+
+    /// The broker key that set a setting explicitly, among `keys` in precedence order.
+    fn explicit_synonym(&self, keys: &[&'static str]) -> Option<&'static str> {
+        keys.iter()
+            .copied()
+            .find(|k| self.explicit_keys.contains(*k))
+    }
+}
+
+const MINUTE_MS: i64 = 60 * 1000;
+const HOUR_MS: i64 = 60 * MINUTE_MS;
+
+/// `cleanup.policy` / `log.cleanup.policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanupPolicy {
+    /// `delete`: old segments are removed by retention (Kafka's default).
+    Delete,
+    /// `compact`: only the latest record per key is kept; keyless records are refused.
+    Compact,
+    /// `compact,delete` (either order): compaction plus retention.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    const ALLOWED: &'static str = "must be delete, compact, or both comma-separated";
+
+    fn parse(value: &str) -> Option<CleanupPolicy> {
+        let mut delete = false;
+        let mut compact = false;
+        for item in value.split(',').map(str::trim) {
+            match item {
+                "delete" if !delete => delete = true,
+                "compact" if !compact => compact = true,
+                _ => return None,
+            }
+        }
+        match (delete, compact) {
+            (true, false) => Some(CleanupPolicy::Delete),
+            (false, true) => Some(CleanupPolicy::Compact),
+            (true, true) => Some(CleanupPolicy::CompactDelete),
+            (false, false) => None,
+        }
+    }
+
+    /// Kafka's spelling of the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+
+    pub fn compacts(self) -> bool {
+        self != CleanupPolicy::Delete
+    }
+
+    pub fn deletes(self) -> bool {
+        self != CleanupPolicy::Compact
+    }
+}
+
+impl TimestampType {
+    /// Kafka's spelling of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimestampType::CreateTime => "CreateTime",
+            TimestampType::LogAppendTime => "LogAppendTime",
+        }
+    }
+}
+
+/// Where a described config value comes from (Kafka's `ConfigSource`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// Set on the topic (`DYNAMIC_TOPIC_CONFIG`).
+    TopicOverride,
+    /// Set in the broker's configuration under `synonym` (`STATIC_BROKER_CONFIG`).
+    BrokerDefault { synonym: String },
+    /// Nobody set it: the built-in default (`DEFAULT_CONFIG`).
+    Default,
+}
+
+/// One entry of a DescribeConfigs answer for a topic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigEntry {
+    pub name: String,
+    pub value: String,
+    pub source: ConfigSource,
+    pub read_only: bool,
+    pub sensitive: bool,
+}
+
+/// Topic-level keys Samsa knows, sorted, with the broker keys they fall back to (in
+/// precedence order; empty when Kafka has no broker synonym Samsa reads).
+const TOPIC_KEYS: &[(&str, &[&str])] = &[
+    ("cleanup.policy", &["log.cleanup.policy"]),
+    ("compression.type", &[]),
+    ("delete.retention.ms", &[]),
+    ("file.delete.delay.ms", &[]),
+    ("flush.messages", &["log.flush.interval.messages"]),
+    ("flush.ms", &["log.flush.interval.ms"]),
+    ("index.interval.bytes", &["log.index.interval.bytes"]),
+    ("max.message.bytes", &["message.max.bytes"]),
+    ("message.downconversion.enable", &[]),
+    (
+        "message.timestamp.after.max.ms",
+        &["log.message.timestamp.after.max.ms"],
+    ),
+    (
+        "message.timestamp.before.max.ms",
+        &["log.message.timestamp.before.max.ms"],
+    ),
+    ("message.timestamp.type", &["log.message.timestamp.type"]),
+    ("min.compaction.lag.ms", &[]),
+    ("min.insync.replicas", &["min.insync.replicas"]),
+    ("preallocate", &[]),
+    ("retention.bytes", &["log.retention.bytes"]),
+    (
+        "retention.ms",
+        &[
+            "log.retention.ms",
+            "log.retention.minutes",
+            "log.retention.hours",
+        ],
+    ),
+    ("segment.bytes", &["log.segment.bytes"]),
+    ("segment.index.bytes", &["log.index.size.max.bytes"]),
+    ("segment.jitter.ms", &[]),
+    ("segment.ms", &["log.roll.ms", "log.roll.hours"]),
+    ("unclean.leader.election.enable", &[]),
+];
+
+/// Kafka's default `delete.retention.ms` (one day).
+const DELETE_RETENTION_MS_DEFAULT: i64 = 24 * HOUR_MS;
+/// Kafka's default `file.delete.delay.ms` (one minute).
+const FILE_DELETE_DELAY_MS_DEFAULT: i64 = MINUTE_MS;
 
 impl TopicConfig {
     /// The topic config of a topic without overrides: every value from its broker synonym.
     pub fn broker_defaults(broker: &BrokerConfig) -> TopicConfig {
         TopicConfig {
-            cleanup_policy_compact: false,
+            cleanup_policy_compact: broker.log_cleanup_policy.compacts(),
+            cleanup_policy: broker.log_cleanup_policy,
             max_message_bytes: broker.message_max_bytes,
             message_timestamp_type: broker.log_message_timestamp_type,
             message_timestamp_before_max_ms: broker.log_message_timestamp_before_max_ms,
@@ -149,6 +1134,201 @@ impl TopicConfig {
             index_interval_bytes: broker.log_index_interval_bytes,
             segment_index_bytes: broker.log_index_size_max_bytes,
             flush: broker.log_flush,
+            retention_ms: broker.log_retention_ms,
+            retention_bytes: broker.log_retention_bytes,
+            min_insync_replicas: broker.min_insync_replicas,
+            unclean_leader_election_enable: false,
+            delete_retention_ms: DELETE_RETENTION_MS_DEFAULT,
+            min_compaction_lag_ms: 0,
+            file_delete_delay_ms: FILE_DELETE_DELAY_MS_DEFAULT,
+            segment_jitter_ms: 0,
+            preallocate: false,
+            message_downconversion_enable: true,
+        }
+    }
+
+    /// The effective config of a topic: its `overrides` (Kafka's topic keys) on top of the
+    /// broker's defaults. An unknown key or invalid value is an error naming it.
+    pub fn resolve(
+        broker: &BrokerConfig,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<TopicConfig, ConfigError> {
+        for key in overrides.keys() {
+            if !TOPIC_KEYS.iter().any(|(name, _)| name == key) {
+                return Err(ConfigError::UnknownTopicKey { key: key.clone() });
+            }
+        }
+        let s = Settings {
+            values: overrides
+                .iter()
+                .map(|(k, v)| (k.clone(), (v.clone(), None)))
+                .collect(),
+        };
+        let mut t = TopicConfig::broker_defaults(broker);
+        let i32_max = i64::from(i32::MAX);
+        if let Some((value, _)) = s.get("cleanup.policy") {
+            t.cleanup_policy = CleanupPolicy::parse(value)
+                .ok_or_else(|| s.invalid("cleanup.policy", CleanupPolicy::ALLOWED))?;
+            t.cleanup_policy_compact = t.cleanup_policy.compacts();
+        }
+        if let Some((value, _)) = s.get("compression.type") {
+            // Samsa stores batches exactly as produced; recompressing on append (any other
+            // value, `uncompressed` included) is not implemented.
+            if value != "producer" {
+                return Err(s.invalid(
+                    "compression.type",
+                    "not supported yet: only 'producer' (keep the producer's compression)",
+                ));
+            }
+        }
+        if let Some(n) = s.int("delete.retention.ms", 0, i64::MAX)? {
+            t.delete_retention_ms = n;
+        }
+        if let Some(n) = s.int("file.delete.delay.ms", 0, i64::MAX)? {
+            t.file_delete_delay_ms = n;
+        }
+        let flush_messages = s.int("flush.messages", 1, i64::MAX)?;
+        let flush_ms = s.int("flush.ms", 1, i64::MAX)?;
+        if flush_messages.is_some() || flush_ms.is_some() {
+            // The unset one comes from the broker's page-cache policy, or Kafka's "never".
+            let (broker_messages, broker_ms) = match broker.log_flush {
+                FlushPolicy::PageCache {
+                    flush_messages,
+                    flush_ms,
+                } => (flush_messages, flush_ms),
+                FlushPolicy::SyncBeforeAck => (to_u64(KAFKA_LONG_MAX), to_u64(KAFKA_LONG_MAX)),
+            };
+            t.flush = FlushPolicy::PageCache {
+                flush_messages: flush_messages.map(to_u64).unwrap_or(broker_messages),
+                flush_ms: flush_ms.map(to_u64).unwrap_or(broker_ms),
+            };
+        }
+        if let Some(n) = s.int("index.interval.bytes", 1, i32_max)? {
+            t.index_interval_bytes = to_u64(n);
+        }
+        if let Some(n) = s.int("max.message.bytes", 0, i32_max)? {
+            t.max_message_bytes = to_usize(n);
+        }
+        if let Some(b) = s.bool("message.downconversion.enable")? {
+            t.message_downconversion_enable = b;
+        }
+        if let Some(n) = s.int("message.timestamp.after.max.ms", 0, i64::MAX)? {
+            t.message_timestamp_after_max_ms = n;
+        }
+        if let Some(n) = s.int("message.timestamp.before.max.ms", 0, i64::MAX)? {
+            t.message_timestamp_before_max_ms = n;
+        }
+        if let Some((value, _)) = s.get("message.timestamp.type") {
+            t.message_timestamp_type = parse_timestamp_type(value).ok_or_else(|| {
+                s.invalid(
+                    "message.timestamp.type",
+                    "must be CreateTime or LogAppendTime",
+                )
+            })?;
+        }
+        if let Some(n) = s.int("min.compaction.lag.ms", 0, i64::MAX)? {
+            t.min_compaction_lag_ms = n;
+        }
+        if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
+            t.min_insync_replicas = i32::try_from(n).unwrap_or(1);
+        }
+        if let Some(b) = s.bool("preallocate")? {
+            t.preallocate = b;
+        }
+        if let Some(n) = s.int("retention.bytes", -1, i64::MAX)? {
+            t.retention_bytes = n;
+        }
+        if let Some(n) = s.int("retention.ms", -1, i64::MAX)? {
+            t.retention_ms = n;
+        }
+        if let Some(n) = s.int(
+            "segment.bytes",
+            SEGMENT_BYTES_MIN as i64,
+            SEGMENT_BYTES_MAX as i64,
+        )? {
+            t.segment_bytes = to_u64(n);
+        }
+        if let Some(n) = s.int("segment.index.bytes", INDEX_ENTRY_BYTES as i64, i32_max)? {
+            t.segment_index_bytes = to_u64(n);
+        }
+        if let Some(n) = s.int("segment.jitter.ms", 0, i64::MAX)? {
+            t.segment_jitter_ms = n;
+        }
+        if let Some(n) = s.int("segment.ms", 1, i64::MAX)? {
+            t.segment_ms = n;
+        }
+        if let Some(b) = s.bool("unclean.leader.election.enable")? {
+            t.unclean_leader_election_enable = b;
+        }
+        Ok(t)
+    }
+
+    /// Every topic key with its effective value and where it comes from, sorted by name, for
+    /// DescribeConfigs. `overrides` must be ones [`TopicConfig::resolve`] accepted.
+    pub fn describe(
+        broker: &BrokerConfig,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<Vec<ConfigEntry>, ConfigError> {
+        let resolved = TopicConfig::resolve(broker, overrides)?;
+        Ok(TOPIC_KEYS
+            .iter()
+            .map(|(name, synonyms)| {
+                let source = if overrides.contains_key(*name) {
+                    ConfigSource::TopicOverride
+                } else if let Some(synonym) = broker.explicit_synonym(synonyms) {
+                    ConfigSource::BrokerDefault {
+                        synonym: synonym.to_string(),
+                    }
+                } else {
+                    ConfigSource::Default
+                };
+                ConfigEntry {
+                    name: name.to_string(),
+                    value: resolved.value_of(name),
+                    source,
+                    read_only: false,
+                    sensitive: false,
+                }
+            })
+            .collect())
+    }
+
+    /// The effective value of one topic key, spelled as Kafka describes it. Under
+    /// [`FlushPolicy::SyncBeforeAck`] `flush.messages` is 1 and `flush.ms` 0: every
+    /// acknowledged record is already on disk.
+    fn value_of(&self, name: &str) -> String {
+        let (flush_messages, flush_ms) = match self.flush {
+            FlushPolicy::SyncBeforeAck => (1, 0),
+            FlushPolicy::PageCache {
+                flush_messages,
+                flush_ms,
+            } => (flush_messages, flush_ms),
+        };
+        match name {
+            "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
+            "compression.type" => "producer".to_string(),
+            "delete.retention.ms" => self.delete_retention_ms.to_string(),
+            "file.delete.delay.ms" => self.file_delete_delay_ms.to_string(),
+            "flush.messages" => flush_messages.to_string(),
+            "flush.ms" => flush_ms.to_string(),
+            "index.interval.bytes" => self.index_interval_bytes.to_string(),
+            "max.message.bytes" => self.max_message_bytes.to_string(),
+            "message.downconversion.enable" => self.message_downconversion_enable.to_string(),
+            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
+            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
+            "message.timestamp.type" => self.message_timestamp_type.as_str().to_string(),
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
+            "min.insync.replicas" => self.min_insync_replicas.to_string(),
+            "preallocate" => self.preallocate.to_string(),
+            "retention.bytes" => self.retention_bytes.to_string(),
+            "retention.ms" => self.retention_ms.to_string(),
+            "segment.bytes" => self.segment_bytes.to_string(),
+            "segment.index.bytes" => self.segment_index_bytes.to_string(),
+            "segment.jitter.ms" => self.segment_jitter_ms.to_string(),
+            "segment.ms" => self.segment_ms.to_string(),
+            "unclean.leader.election.enable" => self.unclean_leader_election_enable.to_string(),
+            // TOPIC_KEYS and this match list the same keys (a unit test checks it).
+            _ => String::new(),
         }
     }
 
@@ -163,5 +1343,515 @@ impl TopicConfig {
             checkpoint_interval_ms: broker.log_flush_offset_checkpoint_interval_ms,
             ..LogConfig::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STOCK_SERVER_PROPERTIES: &str = include_str!("testdata/kafka-4.0-server.properties");
+
+    fn kv(entries: &[(String, String, usize)]) -> Vec<(&str, &str, usize)> {
+        entries
+            .iter()
+            .map(|(k, v, l)| (k.as_str(), v.as_str(), *l))
+            .collect()
+    }
+
+    fn load(text: &str) -> Result<BrokerConfig, ConfigError> {
+        BrokerConfig::load(Some(text), &[])
+    }
+
+    fn err(text: &str) -> String {
+        match load(text) {
+            Ok(c) => panic!("expected an error for {text:?}, got {c:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn overrides(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn properties_separators_comments_and_whitespace() {
+        let text = "# comment\n! also a comment\n\n   a=1\nb : 2\nc\t3\nd\ne = \nf=x=y:z\n  g  =  spaced value  \n";
+        let parsed = parse_properties(text).unwrap();
+        assert_eq!(
+            kv(&parsed),
+            vec![
+                ("a", "1", 4),
+                ("b", "2", 5),
+                ("c", "3", 6),
+                ("d", "", 7),
+                ("e", "", 8),
+                ("f", "x=y:z", 9),
+                ("g", "spaced value  ", 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn properties_continuations_and_escapes() {
+        let text = "list=a,\\\n    b,\\\n\tc\nesc=tab\\there\\nnl\\\\back\\u00e9\\q\nkey\\ with\\=sep=v\nsmile=\\uD83D\\uDE00\ntwo=ends\\\\\nnext=1\n# comment \\\nnot.continued=2\n";
+        let parsed = parse_properties(text).unwrap();
+        assert_eq!(
+            kv(&parsed),
+            vec![
+                ("list", "a,b,c", 1),
+                ("esc", "tab\there\nnl\\back\u{e9}q", 4),
+                ("key with=sep", "v", 5),
+                ("smile", "\u{1F600}", 6),
+                ("two", "ends\\", 7),
+                ("next", "1", 8),
+                ("not.continued", "2", 10),
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_properties_name_their_line() {
+        let cases = [
+            ("a=1\nb=\\u12G4\n", "line 2: malformed \\uXXXX escape"),
+            ("a=1\n\nc=\\u12\n", "line 3: malformed \\uXXXX escape"),
+            ("a=1\n=v\n", "line 2: entry without a key"),
+            ("a=1\nb=2\\\n", "line 2: line continuation"),
+            ("x=\\uD800\n", "line 1: unpaired surrogate"),
+            ("x=\\uDC00z\n", "line 1: unpaired surrogate"),
+        ];
+        for (text, want) in cases {
+            let e = parse_properties(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text:?}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn overrides_parse_and_round_trip() {
+        assert_eq!(
+            parse_override(" num.partitions = 3").unwrap(),
+            ("num.partitions".to_string(), "3".to_string())
+        );
+        assert_eq!(
+            parse_override("a=b=c").unwrap(),
+            ("a".to_string(), "b=c".to_string())
+        );
+        for bad in ["novalue", "=3", ""] {
+            assert_eq!(
+                parse_override(bad).unwrap_err().to_string(),
+                format!("invalid override '{bad}': expected key=value")
+            );
+        }
+        let map = overrides(&[
+            ("retention.ms", "1000"),
+            (
+                "odd key=:#",
+                " leading space, then \\ and \n newline\ttab é",
+            ),
+            ("#hash", "!bang"),
+            ("empty", ""),
+        ]);
+        let text = encode_overrides(&map);
+        assert_eq!(decode_overrides(&text).unwrap(), map, "text was {text:?}");
+        assert_eq!(encode_overrides(&BTreeMap::new()), "");
+    }
+
+    #[test]
+    fn stock_kafka_server_properties_loads() {
+        let c = load(STOCK_SERVER_PROPERTIES).unwrap();
+        assert_eq!(c.node_id, 1);
+        // The CONTROLLER listener is dropped; the empty host binds every interface.
+        assert_eq!(
+            c.listeners,
+            vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "0.0.0.0".into(),
+                port: 9092
+            }]
+        );
+        assert_eq!(
+            c.advertised_listeners,
+            vec![Endpoint {
+                name: "PLAINTEXT".into(),
+                host: "localhost".into(),
+                port: 9092
+            }]
+        );
+        assert_eq!(c.log_dirs, vec!["/tmp/kraft-combined-logs".to_string()]);
+        assert_eq!(c.log_dir(), "/tmp/kraft-combined-logs");
+        assert_eq!(c.log_retention_ms, 168 * HOUR_MS);
+        assert_eq!(c.log_segment_bytes, 1 << 30);
+        assert_eq!(c.log_retention_check_interval_ms, 300_000);
+        assert_eq!(c.socket_request_max_bytes, 104_857_600);
+        assert_eq!(c.log_flush, FlushPolicy::SyncBeforeAck);
+        for key in [
+            "process.roles",
+            "controller.quorum.voters",
+            "inter.broker.listener.name",
+            "listener.security.protocol.map",
+            "num.network.threads",
+            "share.coordinator.state.topic.min.isr",
+        ] {
+            assert!(
+                c.ignored_keys().iter().any(|k| k == key),
+                "{key} not in {:?}",
+                c.ignored_keys()
+            );
+        }
+        // Kafka 4.0 replaced the static voters with a bootstrap list in the same file.
+        let text = STOCK_SERVER_PROPERTIES.replace(
+            "controller.quorum.voters=1@localhost:9093",
+            "controller.quorum.bootstrap.servers=localhost:9093",
+        );
+        let c = load(&text).unwrap();
+        assert!(c
+            .ignored_keys()
+            .contains(&"controller.quorum.bootstrap.servers".to_string()));
+    }
+
+    #[test]
+    fn empty_configuration_is_the_embedded_default() {
+        let c = BrokerConfig::load(None, &[]).unwrap();
+        let d = BrokerConfig::default();
+        assert_eq!(c.node_id, d.node_id);
+        assert_eq!(c.listeners, d.listeners);
+        assert_eq!(c.log_dirs, d.log_dirs);
+        assert!(c.ignored_keys().is_empty());
+        assert!(c.explicit_keys.is_empty());
+        // Kafka 4.0's defaults where Samsa does not differ.
+        assert_eq!(c.message_max_bytes, 1024 * 1024 + 12);
+        assert_eq!(c.log_message_timestamp_after_max_ms, 3_600_000);
+        assert_eq!(c.log_message_timestamp_before_max_ms, i64::MAX);
+        assert_eq!(c.log_retention_ms, 604_800_000);
+        assert_eq!(c.log_roll_ms, 604_800_000);
+        assert_eq!(c.log_retention_bytes, -1);
+    }
+
+    #[test]
+    fn overrides_win_over_the_file_and_later_lines_over_earlier() {
+        let text = "num.partitions=2\nnum.partitions=3\nlog.dirs=/data/a\n";
+        let c = load(text).unwrap();
+        assert_eq!(c.num_partitions, 3);
+        let ov = vec![
+            ("num.partitions".to_string(), "5".to_string()),
+            ("log.dirs".to_string(), "/data/b".to_string()),
+        ];
+        let c = BrokerConfig::load(Some(text), &ov).unwrap();
+        assert_eq!(c.num_partitions, 5);
+        assert_eq!(c.log_dirs, vec!["/data/b".to_string()]);
+        // An override's bad value is reported without a line.
+        let ov = vec![("num.partitions".to_string(), "0".to_string())];
+        assert_eq!(
+            BrokerConfig::load(Some(text), &ov).unwrap_err().to_string(),
+            "invalid value '0' for 'num.partitions': must be an integer in [1, 2147483647]"
+        );
+    }
+
+    #[test]
+    fn aliases_and_precedence() {
+        assert_eq!(load("broker.id=7").unwrap().node_id, 7);
+        assert_eq!(load("node.id=7\nbroker.id=7").unwrap().node_id, 7);
+        assert!(err("node.id=7\nbroker.id=8").contains("node.id=7 and broker.id=8 disagree"));
+        assert_eq!(load("log.dir=/x").unwrap().log_dirs, vec!["/x".to_string()]);
+        assert_eq!(
+            load("log.dir=/x\nlog.dirs=/y").unwrap().log_dirs,
+            vec!["/y".to_string()]
+        );
+        assert_eq!(load("log.roll.hours=2").unwrap().log_roll_ms, 2 * HOUR_MS);
+        assert_eq!(
+            load("log.roll.hours=2\nlog.roll.ms=5").unwrap().log_roll_ms,
+            5
+        );
+        assert_eq!(
+            load("log.retention.hours=1\nlog.retention.minutes=3")
+                .unwrap()
+                .log_retention_ms,
+            3 * MINUTE_MS
+        );
+        assert_eq!(
+            load("log.retention.minutes=3\nlog.retention.ms=-1")
+                .unwrap()
+                .log_retention_ms,
+            -1
+        );
+        assert_eq!(load("log.retention.hours=-1").unwrap().log_retention_ms, -1);
+    }
+
+    #[test]
+    fn flush_keys_switch_to_the_page_cache() {
+        let max = i64::MAX as u64;
+        assert_eq!(
+            load("log.flush.interval.messages=10000").unwrap().log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10_000,
+                flush_ms: max
+            }
+        );
+        assert_eq!(
+            load("log.flush.interval.ms=1000").unwrap().log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: max,
+                flush_ms: 1000
+            }
+        );
+        assert_eq!(
+            load("log.flush.interval.ms=1000\nlog.flush.interval.messages=5")
+                .unwrap()
+                .log_flush,
+            FlushPolicy::PageCache {
+                flush_messages: 5,
+                flush_ms: 1000
+            }
+        );
+    }
+
+    #[test]
+    fn listeners_parse_and_validate() {
+        let c = load(
+            "listeners=plaintext://127.0.0.1:9092,EXTERNAL://[::1]:19092\n\
+             advertised.listeners=PLAINTEXT://broker.example:9092,EXTERNAL://[::1]:19092",
+        )
+        .unwrap();
+        assert_eq!(c.listeners.len(), 2);
+        assert_eq!(c.listeners[0].name, "PLAINTEXT");
+        assert_eq!(c.listeners[1].host, "[::1]");
+        assert_eq!(c.advertised_listeners[0].host, "broker.example");
+        // advertised.listeners defaults to listeners.
+        let c = load("listeners=PLAINTEXT://10.0.0.5:9093").unwrap();
+        assert_eq!(c.advertised_listeners, c.listeners);
+        assert_eq!(c.advertised_listeners[0].port, 9093);
+    }
+
+    #[test]
+    fn each_invalid_value_names_its_key_value_and_range() {
+        let cases: &[(&str, &str)] = &[
+            ("listeners=PLAINTEXT://host:65536", "invalid value 'PLAINTEXT://host:65536' for 'listeners': must be a comma-separated list of NAME://host:port"),
+            ("listeners=host:9092", "'listeners'"),
+            ("listeners=PLAINTEXT://host:-1", "'listeners'"),
+            ("listeners=PLAINTEXT://a:1,PLAINTEXT://b:2", "distinct names"),
+            ("listeners=PLAINTEXT://:9092", "advertised.listeners: unset, so it defaults to listeners, but listener PLAINTEXT binds every interface"),
+            ("listeners=PLAINTEXT://0.0.0.0:9092\nadvertised.listeners=PLAINTEXT://0.0.0.0:9092", "invalid value 'PLAINTEXT://0.0.0.0:9092' for 'advertised.listeners'"),
+            ("advertised.listeners=OTHER://h:1", "listener OTHER is not in listeners"),
+            ("listeners=CONTROLLER://h:1\ncontroller.listener.names=CONTROLLER", "needs a listener besides"),
+            ("log.dirs=/a,/b", "line 1: invalid value '/a,/b' for 'log.dirs': exactly one directory"),
+            ("log.dir=", "for 'log.dir': exactly one directory"),
+            ("node.id=-1", "invalid value '-1' for 'node.id': must be an integer in [0, 2147483647]"),
+            ("num.partitions=abc", "'abc' for 'num.partitions'"),
+            ("default.replication.factor=40000", "'default.replication.factor'"),
+            ("auto.create.topics.enable=yes", "'yes' for 'auto.create.topics.enable': must be true or false"),
+            ("delete.topic.enable=1", "'delete.topic.enable'"),
+            ("message.max.bytes=-5", "'-5' for 'message.max.bytes'"),
+            ("socket.request.max.bytes=2000000000", "'2000000000' for 'socket.request.max.bytes': must be an integer in [1, 1073741824]"),
+            ("socket.request.max.bytes=1000\nmessage.max.bytes=2000", "message.max.bytes (2000) exceeds socket.request.max.bytes (1000)"),
+            ("max.connections=-1", "'max.connections'"),
+            ("connections.max.idle.ms=0", "'connections.max.idle.ms'"),
+            ("queued.max.requests=0", "'queued.max.requests'"),
+            ("log.segment.bytes=-1", "'-1' for 'log.segment.bytes'"),
+            ("log.segment.bytes=100", "'100' for 'log.segment.bytes'"),
+            ("log.roll.ms=0", "'log.roll.ms'"),
+            ("log.roll.hours=0", "'log.roll.hours'"),
+            ("log.index.interval.bytes=0", "'log.index.interval.bytes'"),
+            ("log.index.size.max.bytes=4", "'log.index.size.max.bytes'"),
+            ("log.flush.interval.messages=0", "'log.flush.interval.messages'"),
+            ("log.flush.interval.ms=-3", "'log.flush.interval.ms'"),
+            ("log.flush.offset.checkpoint.interval.ms=0", "'log.flush.offset.checkpoint.interval.ms'"),
+            ("log.message.timestamp.type=NoTime", "'NoTime' for 'log.message.timestamp.type': must be CreateTime or LogAppendTime"),
+            ("log.message.timestamp.before.max.ms=-1", "'log.message.timestamp.before.max.ms'"),
+            ("log.message.timestamp.after.max.ms=x", "'log.message.timestamp.after.max.ms'"),
+            ("log.retention.ms=-2", "'log.retention.ms'"),
+            ("log.retention.minutes=x", "'log.retention.minutes'"),
+            ("log.retention.hours=1.5", "'log.retention.hours'"),
+            ("log.retention.bytes=-7", "'log.retention.bytes'"),
+            ("log.retention.check.interval.ms=0", "'log.retention.check.interval.ms'"),
+            ("log.cleanup.policy=keep", "'keep' for 'log.cleanup.policy'"),
+            ("min.insync.replicas=0", "'min.insync.replicas'"),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.contains(want), "{text:?}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_key_and_line() {
+        assert_eq!(
+            err("num.partitions=1\nnum.partitons=3\n"),
+            "line 2: unknown setting 'num.partitons'"
+        );
+        let ov = vec![("zookeeper.connect".to_string(), "x".to_string())];
+        assert_eq!(
+            BrokerConfig::load(None, &ov).unwrap_err().to_string(),
+            "unknown setting 'zookeeper.connect'"
+        );
+    }
+
+    #[test]
+    fn topic_resolve_layers_overrides_on_broker_defaults() {
+        let broker = load("log.segment.bytes=2000000\nlog.retention.ms=5000").unwrap();
+        let t = TopicConfig::resolve(&broker, &BTreeMap::new()).unwrap();
+        assert_eq!(t.segment_bytes, 2_000_000);
+        assert_eq!(t.retention_ms, 5000);
+        assert_eq!(t.cleanup_policy, CleanupPolicy::Delete);
+        let t = TopicConfig::resolve(
+            &broker,
+            &overrides(&[
+                ("segment.bytes", "3000000"),
+                ("cleanup.policy", "delete, compact"),
+                ("compression.type", "producer"),
+                ("message.timestamp.type", "LogAppendTime"),
+                ("retention.bytes", "100"),
+                ("flush.messages", "10"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(t.segment_bytes, 3_000_000);
+        assert_eq!(t.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert!(t.cleanup_policy_compact);
+        assert_eq!(t.message_timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(t.retention_bytes, 100);
+        assert_eq!(t.retention_ms, 5000);
+        assert_eq!(
+            t.flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10,
+                flush_ms: i64::MAX as u64
+            }
+        );
+        let log = t.to_log_config(&broker);
+        assert_eq!(log.segment_bytes, 3_000_000);
+        assert!(log.validate().is_ok());
+        // The broker's page-cache policy supplies the unset half.
+        let broker = load("log.flush.interval.ms=250").unwrap();
+        let t = TopicConfig::resolve(&broker, &overrides(&[("flush.messages", "10")])).unwrap();
+        assert_eq!(
+            t.flush,
+            FlushPolicy::PageCache {
+                flush_messages: 10,
+                flush_ms: 250
+            }
+        );
+    }
+
+    #[test]
+    fn topic_errors_name_the_key() {
+        let broker = BrokerConfig::default();
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "retention.msec",
+                "1",
+                "unknown topic config 'retention.msec'",
+            ),
+            (
+                "compression.type",
+                "gzip",
+                "invalid value 'gzip' for 'compression.type': not supported yet",
+            ),
+            (
+                "compression.type",
+                "uncompressed",
+                "'compression.type': not supported yet",
+            ),
+            ("cleanup.policy", "delete,delete", "'cleanup.policy'"),
+            ("cleanup.policy", "", "'cleanup.policy'"),
+            ("segment.bytes", "10", "'10' for 'segment.bytes'"),
+            ("segment.ms", "0", "'segment.ms'"),
+            ("segment.index.bytes", "4", "'segment.index.bytes'"),
+            ("index.interval.bytes", "0", "'index.interval.bytes'"),
+            ("max.message.bytes", "-1", "'max.message.bytes'"),
+            (
+                "message.timestamp.type",
+                "createtime",
+                "'message.timestamp.type'",
+            ),
+            (
+                "message.timestamp.before.max.ms",
+                "-1",
+                "'message.timestamp.before.max.ms'",
+            ),
+            (
+                "message.timestamp.after.max.ms",
+                "-1",
+                "'message.timestamp.after.max.ms'",
+            ),
+            ("flush.messages", "0", "'flush.messages'"),
+            ("flush.ms", "0", "'flush.ms'"),
+            ("retention.ms", "-2", "'retention.ms'"),
+            ("retention.bytes", "-2", "'retention.bytes'"),
+            ("min.insync.replicas", "0", "'min.insync.replicas'"),
+            (
+                "unclean.leader.election.enable",
+                "no",
+                "'unclean.leader.election.enable'",
+            ),
+            ("delete.retention.ms", "-1", "'delete.retention.ms'"),
+            ("min.compaction.lag.ms", "-1", "'min.compaction.lag.ms'"),
+            ("file.delete.delay.ms", "-1", "'file.delete.delay.ms'"),
+            ("segment.jitter.ms", "-1", "'segment.jitter.ms'"),
+            ("preallocate", "2", "'preallocate'"),
+            (
+                "message.downconversion.enable",
+                "x",
+                "'message.downconversion.enable'",
+            ),
+        ];
+        for (key, value, want) in cases {
+            let e = TopicConfig::resolve(&broker, &overrides(&[(key, value)]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{key}={value}: got {e:?}, want {want:?}");
+        }
+    }
+
+    #[test]
+    fn topic_describe_reports_values_and_sources() {
+        let broker = load("log.retention.hours=48\nlog.roll.ms=1000").unwrap();
+        let entries =
+            TopicConfig::describe(&broker, &overrides(&[("segment.bytes", "2000000")])).unwrap();
+        let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+        let table: Vec<&str> = TOPIC_KEYS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, table);
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "entries are sorted by name");
+        for entry in &entries {
+            assert!(!entry.value.is_empty(), "{} has no value", entry.name);
+            assert!(!entry.read_only && !entry.sensitive);
+        }
+        let find = |name: &str| entries.iter().find(|e| e.name == name).unwrap().clone();
+        let e = find("segment.bytes");
+        assert_eq!(
+            (e.value.as_str(), e.source),
+            ("2000000", ConfigSource::TopicOverride)
+        );
+        let e = find("retention.ms");
+        assert_eq!(e.value, (48 * HOUR_MS).to_string());
+        assert_eq!(
+            e.source,
+            ConfigSource::BrokerDefault {
+                synonym: "log.retention.hours".into()
+            }
+        );
+        let e = find("segment.ms");
+        assert_eq!(e.value, "1000");
+        assert_eq!(
+            e.source,
+            ConfigSource::BrokerDefault {
+                synonym: "log.roll.ms".into()
+            }
+        );
+        let e = find("max.message.bytes");
+        assert_eq!(
+            (e.value.as_str(), e.source),
+            ("1048588", ConfigSource::Default)
+        );
+        let e = find("flush.messages");
+        assert_eq!((e.value.as_str(), e.source), ("1", ConfigSource::Default));
+        assert_eq!(find("compression.type").value, "producer");
+        assert_eq!(find("cleanup.policy").value, "delete");
+        assert_eq!(find("message.timestamp.after.max.ms").value, "3600000");
+        assert!(TopicConfig::describe(&broker, &overrides(&[("bogus", "1")])).is_err());
     }
 }

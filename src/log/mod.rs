@@ -223,6 +223,13 @@ pub struct AppendInfo {
     pub max_timestamp: i64,
 }
 
+/// An append written but not yet acknowledged (see [`Log::append_unacknowledged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingAppend {
+    pub info: AppendInfo,
+    records_count: u64,
+}
+
 /// Whole batches returned by a read.
 #[derive(Clone, Debug)]
 pub struct ReadResult {
@@ -395,6 +402,15 @@ impl Log {
     /// Appends one or more whole record batches, assigning their offsets. Returns once the
     /// flush policy allows acknowledging them.
     pub async fn append(&self, records: Bytes) -> Result<AppendInfo, LogError> {
+        let pending = self.append_unacknowledged(records).await?;
+        self.acknowledge(pending).await
+    }
+
+    /// The first half of [`Log::append`]: validates the batches, assigns their offsets and
+    /// writes them, without waiting for the flush policy. A connection uses it so that the
+    /// requests it pipelines are appended in the order they arrived while their syncs are
+    /// shared (group commit); [`Log::acknowledge`] is the second half.
+    pub async fn append_unacknowledged(&self, records: Bytes) -> Result<PendingAppend, LogError> {
         // Validate before taking any lock: a bad batch never reaches the disk.
         let mut headers = Vec::new();
         for item in record_batch::batches(records.clone()) {
@@ -414,17 +430,28 @@ impl Log {
                 max: self.config.segment_bytes,
             });
         }
+        let records_count: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
         let mut buf: BytesMut = records
             .try_into_mut()
             .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
         let info = self.append_locked(&mut buf, &mut headers).await?;
+        Ok(PendingAppend {
+            info,
+            records_count,
+        })
+    }
+
+    /// Waits until the flush policy allows acknowledging an append: with
+    /// [`FlushPolicy::SyncBeforeAck`] until it is synced, in page-cache mode at once unless
+    /// `flush.messages` is due.
+    pub async fn acknowledge(&self, pending: PendingAppend) -> Result<AppendInfo, LogError> {
+        let info = pending.info;
         match self.config.flush {
             FlushPolicy::SyncBeforeAck => self.flush_to(info.last_offset + 1).await?,
             FlushPolicy::PageCache { flush_messages, .. } => {
                 let due = {
                     let mut state = self.state.lock().await;
-                    let records: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
-                    state.unflushed_records += records;
+                    state.unflushed_records += pending.records_count;
                     state.unflushed_records >= flush_messages
                 };
                 if due {

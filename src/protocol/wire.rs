@@ -43,7 +43,75 @@ pub struct Uuid(pub [u8; 16]);
 impl Uuid {
     /// The all-zero id, which Kafka uses for "no topic id".
     pub const ZERO: Uuid = Uuid([0; 16]);
+
+    /// A random version-4 UUID from `bits` (the caller draws them through `rt::rand`).
+    pub fn v4_from(bits: [u64; 2]) -> Uuid {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&bits[0].to_be_bytes());
+        bytes[8..].copy_from_slice(&bits[1].to_be_bytes());
+        bytes[6] = (bytes[6] & 0x0f) | 0x40;
+        bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        Uuid(bytes)
+    }
+
+    /// Kafka's text form of an id: 22 characters of URL-safe base64 without padding.
+    pub fn to_base64(self) -> String {
+        const ALPHABET: &[u8; 64] =
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+        let mut out = String::with_capacity(UUID_BASE64_LEN);
+        let mut acc: u32 = 0;
+        let mut bits = 0;
+        for byte in self.0 {
+            acc = (acc << 8) | u32::from(byte);
+            bits += 8;
+            while bits >= 6 {
+                bits -= 6;
+                out.push(char::from(ALPHABET[((acc >> bits) & 63) as usize]));
+            }
+        }
+        if bits > 0 {
+            out.push(char::from(ALPHABET[((acc << (6 - bits)) & 63) as usize]));
+        }
+        assert_eq!(out.len(), UUID_BASE64_LEN);
+        out
+    }
+
+    /// Parses Kafka's text form (see [`Uuid::to_base64`]); `None` if it is not one.
+    pub fn from_base64(text: &str) -> Option<Uuid> {
+        if text.len() != UUID_BASE64_LEN {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        let mut acc: u32 = 0;
+        let mut bits = 0;
+        let mut at = 0;
+        for c in text.bytes() {
+            let v = match c {
+                b'A'..=b'Z' => c - b'A',
+                b'a'..=b'z' => c - b'a' + 26,
+                b'0'..=b'9' => c - b'0' + 52,
+                b'-' => 62,
+                b'_' => 63,
+                _ => return None,
+            };
+            acc = (acc << 6) | u32::from(v);
+            bits += 6;
+            if bits >= 8 {
+                bits -= 8;
+                *out.get_mut(at)? = (acc >> bits) as u8;
+                at += 1;
+            }
+        }
+        // The last character carries 2 bits of padding, which must be zero.
+        if acc & ((1 << bits) - 1) != 0 {
+            return None;
+        }
+        Some(Uuid(out))
+    }
 }
+
+/// Characters in the base64 text form of a [`Uuid`].
+pub const UUID_BASE64_LEN: usize = 22;
 
 /// What went wrong while decoding, independent of where.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -985,6 +1053,36 @@ pub mod kt {
                 Err(null_not_allowed())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod uuid_tests {
+    use super::*;
+
+    #[test]
+    fn uuid_base64_round_trips_and_rejects_garbage() {
+        for bits in [[0, 0], [u64::MAX, u64::MAX], [0x0123_4567_89ab_cdef, 42]] {
+            let id = Uuid::v4_from(bits);
+            let text = id.to_base64();
+            assert_eq!(Uuid::from_base64(&text), Some(id), "{text}");
+        }
+        assert_eq!(Uuid::ZERO.to_base64(), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(
+            Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAAA"),
+            Some(Uuid::ZERO)
+        );
+        assert_eq!(
+            Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAAB"),
+            None,
+            "nonzero padding"
+        );
+        assert_eq!(Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAA"), None, "short");
+        assert_eq!(
+            Uuid::from_base64("AAAAAAAAAAAAAAAAAAAA+A"),
+            None,
+            "not url-safe"
+        );
     }
 }
 

@@ -1,0 +1,149 @@
+//! ListOffsets (key 2): the offset for a time: earliest (-2), latest (-1), the record with
+//! the largest timestamp (-3), the earliest local offset (-4, KIP-1005; everything is local
+//! here), or the first record whose timestamp is at or after a given time.
+//!
+//! Answers are bounded by the high watermark, as Kafka's are for consumers: an offset above it
+//! could name a record that is later lost.
+
+use std::sync::Arc;
+
+use crate::broker::handlers::partition_error_code;
+use crate::broker::partition::{Partition, PartitionError, ReadBound};
+use crate::broker::Broker;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::list_offsets::{
+    ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
+};
+use crate::protocol::record_batch;
+
+pub const EARLIEST_TIMESTAMP: i64 = -2;
+pub const LATEST_TIMESTAMP: i64 = -1;
+pub const MAX_TIMESTAMP: i64 = -3;
+pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// Bytes read per step while scanning for a timestamp.
+const SCAN_CHUNK_BYTES: usize = 1 << 20;
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: ListOffsetsRequest,
+) -> ListOffsetsResponse {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in request.topics {
+        let resolved = broker.topics.get(&topic.name).await;
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for wanted in topic.partitions {
+            let partition = resolved.as_ref().and_then(|t| {
+                usize::try_from(wanted.partition_index)
+                    .ok()
+                    .and_then(|i| t.partitions.get(i).cloned())
+            });
+            let mut response = ListOffsetsPartitionResponse {
+                partition_index: wanted.partition_index,
+                ..Default::default()
+            };
+            match partition {
+                None => response.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
+                Some(partition) => {
+                    if version >= 4 {
+                        response.leader_epoch = partition.leader_epoch();
+                    }
+                    match lookup(&partition, wanted.timestamp).await {
+                        Ok(Some((offset, timestamp))) => {
+                            response.offset = offset;
+                            response.timestamp = timestamp;
+                        }
+                        Ok(None) => {}
+                        Err(e) => response.error_code = partition_error_code(&e).code(),
+                    }
+                }
+            }
+            partitions.push(response);
+        }
+        topics.push(ListOffsetsTopicResponse {
+            name: topic.name,
+            partitions,
+        });
+    }
+    ListOffsetsResponse {
+        topics,
+        ..Default::default()
+    }
+}
+
+/// The (offset, timestamp) for `timestamp`, or `None` when no record qualifies.
+async fn lookup(
+    partition: &Partition,
+    timestamp: i64,
+) -> Result<Option<(i64, i64)>, PartitionError> {
+    match timestamp {
+        EARLIEST_TIMESTAMP | EARLIEST_LOCAL_TIMESTAMP => {
+            Ok(Some((partition.log_start_offset().await, -1)))
+        }
+        LATEST_TIMESTAMP => Ok(Some((partition.high_watermark(), -1))),
+        MAX_TIMESTAMP => max_timestamp(partition).await,
+        t if t >= 0 => match partition.offset_for_timestamp(t).await? {
+            None => Ok(None),
+            Some(batch_offset) => first_record_at_or_after(partition, batch_offset, t).await,
+        },
+        // Other negative values are not defined by Kafka; answer "no such offset".
+        _ => Ok(None),
+    }
+}
+
+/// The first record at or after `from` with a timestamp >= `timestamp` (the log found the
+/// batch; this finds the record inside it, as Kafka does).
+async fn first_record_at_or_after(
+    partition: &Partition,
+    from: i64,
+    timestamp: i64,
+) -> Result<Option<(i64, i64)>, PartitionError> {
+    let mut offset = from;
+    while offset < partition.high_watermark() {
+        let read = partition
+            .read(offset, SCAN_CHUNK_BYTES, ReadBound::HighWatermark)
+            .await?;
+        if read.records.is_empty() {
+            break;
+        }
+        for (_, batch) in record_batch::batches(read.records.clone()).flatten() {
+            let Ok(records) = record_batch::records(&batch) else {
+                continue;
+            };
+            for record in records.flatten() {
+                if record.offset >= from && record.timestamp >= timestamp {
+                    return Ok(Some((record.offset, record.timestamp)));
+                }
+            }
+        }
+        offset = read.next_offset;
+    }
+    Ok(None)
+}
+
+/// The record with the largest timestamp (the first of them, if several share it). This
+/// scans the partition; Kafka keeps the answer per segment, which the log does not yet.
+async fn max_timestamp(partition: &Partition) -> Result<Option<(i64, i64)>, PartitionError> {
+    let mut best: Option<(i64, i64)> = None;
+    let mut offset = partition.log_start_offset().await;
+    while offset < partition.high_watermark() {
+        let read = partition
+            .read(offset, SCAN_CHUNK_BYTES, ReadBound::HighWatermark)
+            .await?;
+        if read.records.is_empty() {
+            break;
+        }
+        for (_, batch) in record_batch::batches(read.records.clone()).flatten() {
+            let Ok(records) = record_batch::records(&batch) else {
+                continue;
+            };
+            for record in records.flatten() {
+                if record.offset >= offset && best.is_none_or(|(_, t)| record.timestamp > t) {
+                    best = Some((record.offset, record.timestamp));
+                }
+            }
+        }
+        offset = read.next_offset;
+    }
+    Ok(best)
+}

@@ -1,0 +1,145 @@
+//! Metadata (key 3): brokers, the cluster id, and each topic's partitions with their leader.
+//!
+//! A topic asked for by name that does not exist is created when both the broker
+//! (`auto.create.topics.enable`) and the request (`allow_auto_topic_creation`, v4+) allow it.
+//! On a single node this node leads every partition and is its whole in-sync replica set.
+
+use std::sync::Arc;
+
+use crate::broker::topics::{NewTopic, Topic, TopicError};
+use crate::broker::Broker;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::metadata::{
+    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+    MetadataResponseTopic,
+};
+use crate::protocol::wire::Uuid;
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: MetadataRequest,
+) -> MetadataResponse {
+    let node_id = broker.config.node_id;
+    let topics = match request.topics {
+        // v0 asks for every topic with an empty list; v1+ with null.
+        None => all_topics(broker, version).await,
+        Some(list) if list.is_empty() && version == 0 => all_topics(broker, version).await,
+        Some(list) => {
+            let auto_create = broker.config.auto_create_topics_enable
+                && (version < 4 || request.allow_auto_topic_creation);
+            let mut out = Vec::with_capacity(list.len());
+            for wanted in list {
+                out.push(match wanted.name {
+                    Some(name) => topic_by_name(broker, version, name, auto_create).await,
+                    None => topic_by_id(broker, version, wanted.topic_id).await,
+                });
+            }
+            out
+        }
+    };
+    MetadataResponse {
+        brokers: broker
+            .config
+            .advertised_listeners
+            .first()
+            .map(|endpoint| MetadataResponseBroker {
+                node_id,
+                host: endpoint.host.clone(),
+                port: i32::from(endpoint.port),
+                rack: None,
+            })
+            .into_iter()
+            .collect(),
+        cluster_id: Some(broker.cluster_id.clone()),
+        controller_id: node_id,
+        topics,
+        ..Default::default()
+    }
+}
+
+async fn all_topics(broker: &Arc<Broker>, version: i16) -> Vec<MetadataResponseTopic> {
+    broker
+        .topics
+        .list()
+        .await
+        .iter()
+        .map(|t| describe(broker, version, t))
+        .collect()
+}
+
+async fn topic_by_name(
+    broker: &Arc<Broker>,
+    version: i16,
+    name: String,
+    auto_create: bool,
+) -> MetadataResponseTopic {
+    if let Some(topic) = broker.topics.get(&name).await {
+        return describe(broker, version, &topic);
+    }
+    let error = |code: ErrorCode, name: String| MetadataResponseTopic {
+        error_code: code.code(),
+        name: Some(name),
+        ..Default::default()
+    };
+    if !auto_create {
+        return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, name);
+    }
+    let new = NewTopic {
+        name: name.clone(),
+        partitions: None,
+        replication_factor: None,
+        overrides: Default::default(),
+    };
+    match broker.topics.create(new).await {
+        Ok(topic) => describe(broker, version, &topic),
+        // Another request created it first.
+        Err(TopicError::AlreadyExists { .. }) => match broker.topics.get(&name).await {
+            Some(topic) => describe(broker, version, &topic),
+            None => error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, name),
+        },
+        Err(e @ (TopicError::InvalidName { .. } | TopicError::Collides { .. })) => {
+            tracing::debug!(error = %e, "metadata request did not auto-create a topic");
+            error(ErrorCode::INVALID_TOPIC_EXCEPTION, name)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "auto-creating a topic failed");
+            error(ErrorCode::UNKNOWN_SERVER_ERROR, name)
+        }
+    }
+}
+
+async fn topic_by_id(broker: &Arc<Broker>, version: i16, id: Uuid) -> MetadataResponseTopic {
+    match broker.topics.get_by_id(id).await {
+        Some(topic) => describe(broker, version, &topic),
+        None => MetadataResponseTopic {
+            error_code: ErrorCode::UNKNOWN_TOPIC_ID.code(),
+            topic_id: id,
+            ..Default::default()
+        },
+    }
+}
+
+fn describe(broker: &Arc<Broker>, _version: i16, topic: &Topic) -> MetadataResponseTopic {
+    let node_id = broker.config.node_id;
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(topic.name.clone()),
+        topic_id: topic.id,
+        is_internal: topic.internal,
+        partitions: topic
+            .partitions
+            .iter()
+            .map(|p| MetadataResponsePartition {
+                error_code: 0,
+                partition_index: p.index,
+                leader_id: node_id,
+                leader_epoch: p.leader_epoch(),
+                replica_nodes: vec![node_id],
+                isr_nodes: vec![node_id],
+                offline_replicas: Vec::new(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,220 @@
+//! Request dispatch: one file per API, each with `handle(broker, version, request)` returning
+//! the response. This module decodes the body, calls the handler and encodes the response
+//! with its header; errors become Kafka error codes here and nowhere earlier.
+//!
+//! Invariant: requests of one connection are started in the order they arrived, and every
+//! state change a request makes (an append, a topic creation) happens before the next request
+//! of that connection is started. Only waiting (for a sync, for data to fetch) is deferred, so
+//! pipelined requests keep Kafka's per-connection ordering while their syncs are shared.
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod fetch;
+pub mod find_coordinator;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+
+use crate::broker::Broker;
+use crate::protocol::frame::Request;
+use crate::protocol::header::ResponseHeader;
+use crate::protocol::message::Message;
+use crate::protocol::wire::{DecodeError, EncodeError};
+use crate::protocol::{api_info, response_header_version};
+
+/// A response still being worked out (waiting for a sync or for data).
+pub type Deferred = Pin<Box<dyn Future<Output = Result<Bytes, EncodeError>> + Send>>;
+
+/// What the connection does after starting a request.
+pub enum Reply {
+    /// The encoded response (header and body, without the size prefix).
+    Now(Bytes),
+    /// The response once the future completes.
+    Later(Deferred),
+    /// Nothing is sent back (a produce with acks=0), but work may remain.
+    Silent(Option<Deferred>),
+    /// The request cannot be answered; the connection is closed, as Kafka does.
+    Close(String),
+}
+
+/// The APIs this broker handles, with the versions it advertises in ApiVersions.
+pub fn supported_apis() -> Vec<(i16, i16, i16)> {
+    use crate::protocol::*;
+    let handled: [(i16, Option<i16>); 8] = [
+        // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
+        // the broker is usable from Produce's minimum version (KAFKA-18659).
+        (produce::ProduceRequest::API_KEY, Some(0)),
+        (fetch::FetchRequest::API_KEY, None),
+        (list_offsets::ListOffsetsRequest::API_KEY, None),
+        (metadata::MetadataRequest::API_KEY, None),
+        (find_coordinator::FindCoordinatorRequest::API_KEY, None),
+        (api_versions::ApiVersionsRequest::API_KEY, None),
+        (create_topics::CreateTopicsRequest::API_KEY, None),
+        (delete_topics::DeleteTopicsRequest::API_KEY, None),
+    ];
+    let mut out: Vec<(i16, i16, i16)> = handled
+        .iter()
+        .filter_map(|(key, min_override)| {
+            let info = api_info(*key)?;
+            Some((
+                *key,
+                min_override.unwrap_or(info.versions.0),
+                info.versions.1,
+            ))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Encodes a response with the header its API and version call for.
+pub fn encode_response<M: Message>(
+    correlation_id: i32,
+    api_key: i16,
+    version: i16,
+    response: &M,
+) -> Result<Bytes, EncodeError> {
+    let header_version = response_header_version(api_key, version).unwrap_or(0);
+    let header = ResponseHeader { correlation_id };
+    let mut out =
+        BytesMut::with_capacity(header.encoded_len(header_version) + response.encoded_len(version));
+    header.encode(&mut out, header_version)?;
+    response.encode(&mut out, version)?;
+    Ok(out.freeze())
+}
+
+fn decode<M: Message>(request: &Request) -> Result<M, DecodeError> {
+    M::decode_exact(request.body.clone(), request.api_version())
+}
+
+fn malformed(request: &Request, e: DecodeError) -> Reply {
+    Reply::Close(format!(
+        "malformed {} v{} request (correlation id {}): {e}",
+        api_info(request.api_key()).map_or("unknown", |a| a.name),
+        request.api_version(),
+        request.header.correlation_id
+    ))
+}
+
+fn now<M: Message>(request: &Request, response: &M) -> Reply {
+    match encode_response(
+        request.header.correlation_id,
+        request.api_key(),
+        request.api_version(),
+        response,
+    ) {
+        Ok(bytes) => Reply::Now(bytes),
+        Err(e) => Reply::Close(format!(
+            "could not encode the response to correlation id {}: {e}",
+            request.header.correlation_id
+        )),
+    }
+}
+
+/// Starts one request. Returns once its state changes are made (see the module invariant).
+pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
+    use crate::protocol::*;
+    let version = request.api_version();
+    let correlation_id = request.header.correlation_id;
+    match request.api_key() {
+        api_versions::ApiVersionsRequest::API_KEY => {
+            let response = self::api_versions::handle(broker, version);
+            // A version newer than ours is answered in v0 format (KIP-511).
+            let version = version.min(api_versions::ApiVersionsRequest::VERSIONS.1);
+            let reply_version = if response.error_code != 0 { 0 } else { version };
+            match encode_response(correlation_id, request.api_key(), reply_version, &response) {
+                Ok(bytes) => Reply::Now(bytes),
+                Err(e) => Reply::Close(format!("encoding ApiVersions: {e}")),
+            }
+        }
+        metadata::MetadataRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::metadata::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        produce::ProduceRequest::API_KEY => match decode(&request) {
+            Ok(req) => self::produce::start(broker, correlation_id, version, req).await,
+            Err(e) => malformed(&request, e),
+        },
+        fetch::FetchRequest::API_KEY => match decode(&request) {
+            Ok(req) => {
+                let broker = broker.clone();
+                Reply::Later(Box::pin(async move {
+                    let response = self::fetch::handle(&broker, version, req).await;
+                    encode_response(correlation_id, fetch::FetchRequest::API_KEY, version, &response)
+                }))
+            }
+            Err(e) => malformed(&request, e),
+        },
+        list_offsets::ListOffsetsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::list_offsets::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        find_coordinator::FindCoordinatorRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::find_coordinator::handle(broker, version, req)),
+            Err(e) => malformed(&request, e),
+        },
+        create_topics::CreateTopicsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::create_topics::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        delete_topics::DeleteTopicsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::delete_topics::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        other => Reply::Close(format!(
+            "API key {other} ({}) is not handled by this broker yet (correlation id {correlation_id})",
+            api_info(other).map_or("unknown", |a| a.name)
+        )),
+    }
+}
+
+/// The Kafka error code for a partition's typed error.
+pub fn partition_error_code(
+    error: &crate::broker::partition::PartitionError,
+) -> crate::protocol::error::ErrorCode {
+    use crate::broker::partition::PartitionError;
+    use crate::log::LogError;
+    use crate::protocol::error::ErrorCode;
+    match error {
+        PartitionError::Deleted { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        PartitionError::Log { source, .. } => match source {
+            LogError::InvalidBatch(_) => ErrorCode::CORRUPT_MESSAGE,
+            LogError::RecordsTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,
+            LogError::OffsetOutOfRange { .. } => ErrorCode::OFFSET_OUT_OF_RANGE,
+            LogError::Truncated { .. } => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+            LogError::Io { .. } | LogError::Offline { .. } | LogError::Corrupt { .. } => {
+                ErrorCode::KAFKA_STORAGE_ERROR
+            }
+            LogError::Config(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+        },
+    }
+}
+
+/// The Kafka error code for a topic operation's typed error.
+pub fn topic_error_code(
+    error: &crate::broker::topics::TopicError,
+) -> crate::protocol::error::ErrorCode {
+    use crate::broker::topics::TopicError;
+    use crate::protocol::error::ErrorCode;
+    match error {
+        TopicError::InvalidName { .. } | TopicError::Collides { .. } => {
+            ErrorCode::INVALID_TOPIC_EXCEPTION
+        }
+        TopicError::AlreadyExists { .. } => ErrorCode::TOPIC_ALREADY_EXISTS,
+        TopicError::UnknownTopic { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        TopicError::InvalidPartitions { .. } => ErrorCode::INVALID_PARTITIONS,
+        TopicError::InvalidReplicationFactor { .. } => ErrorCode::INVALID_REPLICATION_FACTOR,
+        TopicError::InvalidConfig { .. } => ErrorCode::INVALID_CONFIG,
+        TopicError::DeletionDisabled { .. } => ErrorCode::TOPIC_DELETION_DISABLED,
+        TopicError::CorruptTopicFile { .. } | TopicError::Io { .. } | TopicError::Log { .. } => {
+            ErrorCode::KAFKA_STORAGE_ERROR
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! One partition replica on this node: its log, its high watermark and its leader epoch.
+//!
+//! Handlers talk to a partition, never to a log directly, so that when replication arrives a
+//! partition can answer "not the leader" or hold back its high watermark without a handler
+//! changing. On a single node the partition is always its own leader and its in-sync replica
+//! set is itself, so the high watermark is what this node may acknowledge: the synced log end
+//! under sync-before-ack (design §5), the log end in page-cache mode.
+//!
+//! Invariants: the high watermark never moves backwards and never passes the log end offset;
+//! every advance wakes the fetches waiting in the purgatory.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::Notify;
+
+use crate::broker::config::TopicConfig;
+use crate::log::{AppendInfo, FlushPolicy, Log, LogError, PendingAppend, ReadResult};
+use crate::protocol::wire::Uuid;
+
+/// Why a partition refused an operation.
+#[derive(Debug)]
+pub enum PartitionError {
+    /// The topic was deleted while the request was in flight.
+    Deleted { topic: String, partition: i32 },
+    Log {
+        topic: String,
+        partition: i32,
+        source: LogError,
+    },
+}
+
+impl std::fmt::Display for PartitionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PartitionError::Deleted { topic, partition } => {
+                write!(f, "{topic}-{partition} was deleted")
+            }
+            PartitionError::Log {
+                topic,
+                partition,
+                source,
+            } => write!(f, "{topic}-{partition}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for PartitionError {}
+
+/// Where the high watermark bounds a read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadBound {
+    /// Consumers read up to the high watermark.
+    HighWatermark,
+    /// Followers (step 5) read up to the log end.
+    LogEnd,
+}
+
+/// One partition of a topic, led by this node.
+#[derive(Debug)]
+pub struct Partition {
+    pub topic: String,
+    pub topic_id: Uuid,
+    pub index: i32,
+    log: Arc<Log>,
+    config: TopicConfig,
+    /// The leader epoch: 0 until replication brings elections.
+    leader_epoch: i32,
+    high_watermark: AtomicI64,
+    deleted: AtomicBool,
+    /// Notified on every high watermark advance; fetches wait on it.
+    data_arrived: Arc<Notify>,
+}
+
+impl Partition {
+    pub fn new(
+        topic: String,
+        topic_id: Uuid,
+        index: i32,
+        log: Arc<Log>,
+        config: TopicConfig,
+        data_arrived: Arc<Notify>,
+    ) -> Partition {
+        // After recovery everything in the log is on disk (recovery only keeps what it read
+        // back), so all of it may be served.
+        let high_watermark = log.log_end_offset();
+        Partition {
+            topic,
+            topic_id,
+            index,
+            log,
+            config,
+            leader_epoch: 0,
+            high_watermark: AtomicI64::new(high_watermark),
+            deleted: AtomicBool::new(false),
+            data_arrived,
+        }
+    }
+
+    pub fn config(&self) -> &TopicConfig {
+        &self.config
+    }
+
+    pub fn log(&self) -> &Arc<Log> {
+        &self.log
+    }
+
+    pub fn leader_epoch(&self) -> i32 {
+        self.leader_epoch
+    }
+
+    /// Kafka's HighWatermark: the end of what has been acknowledged and may be read.
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark.load(Ordering::Acquire)
+    }
+
+    /// Kafka's LogEndOffset: one past the last offset written.
+    pub fn log_end_offset(&self) -> i64 {
+        self.log.log_end_offset()
+    }
+
+    pub async fn log_start_offset(&self) -> i64 {
+        self.log.log_start_offset().await
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Ordering::Acquire)
+    }
+
+    /// Marks the partition deleted: later appends and reads are refused.
+    pub fn mark_deleted(&self) {
+        self.deleted.store(true, Ordering::Release);
+        self.data_arrived.notify_waiters();
+    }
+
+    fn check_live(&self) -> Result<(), PartitionError> {
+        if self.is_deleted() {
+            return Err(PartitionError::Deleted {
+                topic: self.topic.clone(),
+                partition: self.index,
+            });
+        }
+        Ok(())
+    }
+
+    fn log_error(&self, source: LogError) -> PartitionError {
+        PartitionError::Log {
+            topic: self.topic.clone(),
+            partition: self.index,
+            source,
+        }
+    }
+
+    /// Appends validated batches (offsets assigned in place) without waiting for the flush
+    /// policy; [`Partition::acknowledge`] completes it. Callers append in request order.
+    pub async fn append(&self, records: Bytes) -> Result<PendingAppend, PartitionError> {
+        self.check_live()?;
+        let pending = self
+            .log
+            .append_unacknowledged(records)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        if matches!(self.config.flush, FlushPolicy::PageCache { .. }) {
+            // In page-cache mode an append is acknowledged once written: the sole replica
+            // has it, so the high watermark moves at once.
+            self.advance_high_watermark(self.log.log_end_offset());
+        }
+        Ok(pending)
+    }
+
+    /// Waits until an append may be acknowledged and advances the high watermark over it.
+    pub async fn acknowledge(&self, pending: PendingAppend) -> Result<AppendInfo, PartitionError> {
+        let info = self
+            .log
+            .acknowledge(pending)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        let acknowledged_end = match self.config.flush {
+            FlushPolicy::SyncBeforeAck => self.log.durable_end_offset(),
+            FlushPolicy::PageCache { .. } => self.log.log_end_offset(),
+        };
+        assert!(
+            acknowledged_end > info.last_offset,
+            "an acknowledged append must lie below the acknowledged end"
+        );
+        self.advance_high_watermark(acknowledged_end);
+        Ok(info)
+    }
+
+    fn advance_high_watermark(&self, to: i64) {
+        let log_end = self.log.log_end_offset();
+        assert!(to <= log_end, "high watermark {to} above log end {log_end}");
+        let before = self.high_watermark.fetch_max(to, Ordering::AcqRel);
+        if to > before {
+            self.data_arrived.notify_waiters();
+        }
+    }
+
+    /// Reads whole batches from `offset`, at most about `max_bytes` (at least one batch).
+    pub async fn read(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+    ) -> Result<ReadResult, PartitionError> {
+        self.check_live()?;
+        let max_offset = match bound {
+            ReadBound::HighWatermark => self.high_watermark(),
+            ReadBound::LogEnd => self.log.log_end_offset(),
+        };
+        self.log
+            .read(offset, max_bytes, max_offset)
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+
+    /// The first offset whose batch has a timestamp at or after `timestamp`, if any.
+    pub async fn offset_for_timestamp(
+        &self,
+        timestamp: i64,
+    ) -> Result<Option<i64>, PartitionError> {
+        self.check_live()?;
+        self.log
+            .offset_for_timestamp(timestamp)
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+}

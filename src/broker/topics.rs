@@ -1,0 +1,661 @@
+//! The topics of this node: names, ids, partition counts and config overrides, persisted in
+//! the log directory, and the open partitions of each.
+//!
+//! On disk, each topic is one file `samsa-topics/<name>.properties` (its id, partition count,
+//! replication factor and config overrides) plus one directory `<name>-<partition>` per
+//! partition holding the partition's log and Kafka's `partition.metadata`. The topic file is
+//! the commit point: creating writes the partitions first and the file last (atomically);
+//! deleting removes the file first. Partition directories without a topic file are debris of
+//! an interrupted create or delete and are removed when the node starts.
+//!
+//! Invariants: two topics never have names that collide once `.` is read as `_` (Kafka's
+//! metric-name rule); every topic's partitions are numbered 0..n; a topic id never changes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::{Notify, RwLock};
+
+use crate::broker::config::{BrokerConfig, TopicConfig};
+use crate::broker::partition::Partition;
+use crate::log::{Log, LogError};
+use crate::protocol::wire::Uuid;
+use crate::rt::clock::Clock;
+use crate::rt::disk::{self, Disk};
+
+/// The directory, inside the log directory, of the topic files.
+pub const TOPICS_DIR: &str = "samsa-topics";
+/// Kafka's limit on a topic name's length.
+pub const TOPIC_NAME_LEN_MAX: usize = 249;
+/// Partitions of one topic at most. Each is a directory with open files; Kafka has no hard
+/// limit, this keeps a typo (`--partitions 100000000`) from exhausting file descriptors.
+pub const PARTITIONS_PER_TOPIC_MAX: i32 = 10_000;
+/// Topics that Kafka reserves for its own state; clients see them flagged internal.
+pub const INTERNAL_TOPICS: &[&str] = &["__consumer_offsets", "__transaction_state"];
+
+/// Why a topic operation failed; handlers map each to its Kafka error code.
+#[derive(Debug)]
+pub enum TopicError {
+    InvalidName {
+        name: String,
+        reason: String,
+    },
+    AlreadyExists {
+        name: String,
+    },
+    /// The name collides with an existing topic's once `.` is read as `_`.
+    Collides {
+        name: String,
+        existing: String,
+    },
+    UnknownTopic {
+        name: String,
+    },
+    InvalidPartitions {
+        name: String,
+        partitions: i32,
+    },
+    InvalidReplicationFactor {
+        name: String,
+        factor: i16,
+    },
+    InvalidConfig {
+        name: String,
+        reason: String,
+    },
+    DeletionDisabled {
+        name: String,
+    },
+    /// The topic file of `name` could not be read back.
+    CorruptTopicFile {
+        path: String,
+        reason: String,
+    },
+    Io {
+        op: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    Log {
+        name: String,
+        source: LogError,
+    },
+}
+
+impl std::fmt::Display for TopicError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TopicError::InvalidName { name, reason } => {
+                write!(f, "topic name '{name}' is illegal: {reason}")
+            }
+            TopicError::AlreadyExists { name } => write!(f, "topic '{name}' already exists"),
+            TopicError::Collides { name, existing } => write!(
+                f,
+                "topic '{name}' collides with existing topic '{existing}' ('.' and '_' are the same in metric names)"
+            ),
+            TopicError::UnknownTopic { name } => write!(f, "topic '{name}' does not exist"),
+            TopicError::InvalidPartitions { name, partitions } => write!(
+                f,
+                "topic '{name}': {partitions} partitions is outside [1, {PARTITIONS_PER_TOPIC_MAX}]"
+            ),
+            TopicError::InvalidReplicationFactor { name, factor } => write!(
+                f,
+                "topic '{name}': replication factor {factor} is larger than the 1 available broker"
+            ),
+            TopicError::InvalidConfig { name, reason } => {
+                write!(f, "topic '{name}': invalid config: {reason}")
+            }
+            TopicError::DeletionDisabled { name } => write!(
+                f,
+                "topic '{name}' cannot be deleted: delete.topic.enable is false"
+            ),
+            TopicError::CorruptTopicFile { path, reason } => write!(f, "{path}: {reason}"),
+            TopicError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
+            TopicError::Log { name, source } => write!(f, "topic '{name}': {source}"),
+        }
+    }
+}
+
+impl std::error::Error for TopicError {}
+
+fn io_error<'a>(op: &'static str, path: &'a str) -> impl FnOnce(std::io::Error) -> TopicError + 'a {
+    move |source| TopicError::Io {
+        op,
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// Checks a topic name against Kafka's rules: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_name(name: &str) -> Result<(), TopicError> {
+    let invalid = |reason: String| {
+        Err(TopicError::InvalidName {
+            name: name.to_string(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return invalid("it is empty".into());
+    }
+    if name == "." || name == ".." {
+        return invalid("'.' and '..' are not allowed".into());
+    }
+    if name.len() > TOPIC_NAME_LEN_MAX {
+        return invalid(format!(
+            "{} characters is longer than {TOPIC_NAME_LEN_MAX}",
+            name.len()
+        ));
+    }
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return invalid(format!("character {bad:?} is not one of [a-zA-Z0-9._-]"));
+    }
+    Ok(())
+}
+
+/// Kafka's collision rule: names that differ only by `.` versus `_` collide.
+fn collision_key(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+/// One topic and its open partitions.
+#[derive(Debug)]
+pub struct Topic {
+    pub name: String,
+    pub id: Uuid,
+    pub partitions: Vec<Arc<Partition>>,
+    pub replication_factor: i16,
+    /// The overrides as given at creation; `config` is them resolved over the broker's.
+    pub overrides: BTreeMap<String, String>,
+    pub config: TopicConfig,
+    pub internal: bool,
+}
+
+/// What a topic file holds.
+#[derive(Clone, Debug, PartialEq)]
+struct TopicRecord {
+    id: Uuid,
+    partitions: i32,
+    replication_factor: i16,
+    overrides: BTreeMap<String, String>,
+}
+
+impl TopicRecord {
+    fn encode(&self) -> String {
+        let mut out =
+            String::from("# Samsa topic record; the topic exists while this file does.\n");
+        out.push_str(&format!("topic.id={}\n", self.id.to_base64()));
+        out.push_str(&format!("partitions={}\n", self.partitions));
+        out.push_str(&format!("replication.factor={}\n", self.replication_factor));
+        for (key, value) in &self.overrides {
+            out.push_str(&format!("config.{key}={value}\n"));
+        }
+        out
+    }
+
+    fn decode(text: &str) -> Result<TopicRecord, String> {
+        let mut id = None;
+        let mut partitions = None;
+        let mut replication_factor = None;
+        let mut overrides = BTreeMap::new();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=') else {
+                return Err(format!("line {}: expected key=value", number + 1));
+            };
+            match key {
+                "topic.id" => {
+                    id = Some(
+                        Uuid::from_base64(value)
+                            .ok_or_else(|| format!("topic.id '{value}' is not a topic id"))?,
+                    )
+                }
+                "partitions" => {
+                    partitions = Some(
+                        value
+                            .parse::<i32>()
+                            .map_err(|e| format!("partitions '{value}': {e}"))?,
+                    )
+                }
+                "replication.factor" => {
+                    replication_factor = Some(
+                        value
+                            .parse::<i16>()
+                            .map_err(|e| format!("replication.factor '{value}': {e}"))?,
+                    )
+                }
+                _ => match key.strip_prefix("config.") {
+                    Some(config_key) => {
+                        overrides.insert(config_key.to_string(), value.to_string());
+                    }
+                    None => return Err(format!("line {}: unknown key '{key}'", number + 1)),
+                },
+            }
+        }
+        let partitions = partitions.ok_or("partitions is missing")?;
+        if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+            return Err(format!("partitions {partitions} is out of range"));
+        }
+        Ok(TopicRecord {
+            id: id.ok_or("topic.id is missing")?,
+            partitions,
+            replication_factor: replication_factor.ok_or("replication.factor is missing")?,
+            overrides,
+        })
+    }
+}
+
+/// A request to create one topic.
+#[derive(Clone, Debug)]
+pub struct NewTopic {
+    pub name: String,
+    /// `None` takes `num.partitions`.
+    pub partitions: Option<i32>,
+    /// `None` takes `default.replication.factor`.
+    pub replication_factor: Option<i16>,
+    pub overrides: BTreeMap<String, String>,
+}
+
+/// Every topic of this node.
+#[derive(Debug)]
+pub struct Topics {
+    disk: Disk,
+    /// The log directory.
+    dir: String,
+    broker: Arc<BrokerConfig>,
+    clock: Clock,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    data_arrived: Arc<Notify>,
+}
+
+impl Topics {
+    /// Loads every topic of the log directory, recovering each partition's log, and removes
+    /// the partition directories no topic owns.
+    pub async fn open(
+        disk: Disk,
+        dir: &str,
+        broker: Arc<BrokerConfig>,
+        clock: Clock,
+        data_arrived: Arc<Notify>,
+    ) -> Result<Topics, TopicError> {
+        let topics_dir = disk::join(dir, TOPICS_DIR);
+        disk.create_dir_all(&topics_dir)
+            .await
+            .map_err(io_error("create", &topics_dir))?;
+        let mut loaded = BTreeMap::new();
+        for file in disk
+            .list(&topics_dir)
+            .await
+            .map_err(io_error("list", &topics_dir))?
+        {
+            let Some(name) = file.strip_suffix(".properties") else {
+                // Leftover `.tmp` files of an interrupted atomic write.
+                let path = disk::join(&topics_dir, &file);
+                disk.remove(&path)
+                    .await
+                    .map_err(io_error("remove", &path))?;
+                continue;
+            };
+            let path = disk::join(&topics_dir, &file);
+            let bytes = disk
+                .read_file(&path)
+                .await
+                .map_err(io_error("read", &path))?;
+            let text = std::str::from_utf8(&bytes).map_err(|e| TopicError::CorruptTopicFile {
+                path: path.clone(),
+                reason: format!("not UTF-8: {e}"),
+            })?;
+            let record =
+                TopicRecord::decode(text).map_err(|reason| TopicError::CorruptTopicFile {
+                    path: path.clone(),
+                    reason,
+                })?;
+            validate_name(name)?;
+            let topic =
+                open_topic(&disk, dir, &broker, &clock, &data_arrived, name, record).await?;
+            loaded.insert(name.to_string(), Arc::new(topic));
+        }
+        // Remove partition directories of topics that do not exist (or partitions beyond a
+        // topic's count): what an interrupted create or delete left behind.
+        for entry in disk.list(dir).await.map_err(io_error("list", dir))? {
+            let Some((name, partition)) = entry.rsplit_once('-') else {
+                continue;
+            };
+            let Ok(partition) = partition.parse::<i32>() else {
+                continue;
+            };
+            let owned = loaded
+                .get(name)
+                .is_some_and(|t: &Arc<Topic>| (0..t.partitions.len() as i32).contains(&partition));
+            if !owned && validate_name(name).is_ok() {
+                let path = disk::join(dir, &entry);
+                tracing::warn!(%path, "removing a partition directory that no topic owns");
+                disk.remove(&path)
+                    .await
+                    .map_err(io_error("remove", &path))?;
+            }
+        }
+        Ok(Topics {
+            disk,
+            dir: dir.to_string(),
+            broker,
+            clock,
+            topics: RwLock::new(loaded),
+            data_arrived,
+        })
+    }
+
+    pub async fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().await.get(name).cloned()
+    }
+
+    pub async fn get_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
+        self.topics
+            .read()
+            .await
+            .values()
+            .find(|t| t.id == id)
+            .cloned()
+    }
+
+    pub async fn get_partition(&self, name: &str, partition: i32) -> Option<Arc<Partition>> {
+        let topic = self.get(name).await?;
+        usize::try_from(partition)
+            .ok()
+            .and_then(|p| topic.partitions.get(p).cloned())
+    }
+
+    /// Every topic, by name.
+    pub async fn list(&self) -> Vec<Arc<Topic>> {
+        self.topics.read().await.values().cloned().collect()
+    }
+
+    /// Checks a creation without performing it (CreateTopics' `validate_only`), returning the
+    /// resolved partition count, replication factor and config.
+    pub async fn validate_new(
+        &self,
+        new: &NewTopic,
+    ) -> Result<(i32, i16, TopicConfig), TopicError> {
+        let topics = self.topics.read().await;
+        self.check_new(&topics, new)
+    }
+
+    fn check_new(
+        &self,
+        topics: &BTreeMap<String, Arc<Topic>>,
+        new: &NewTopic,
+    ) -> Result<(i32, i16, TopicConfig), TopicError> {
+        validate_name(&new.name)?;
+        if topics.contains_key(&new.name) {
+            return Err(TopicError::AlreadyExists {
+                name: new.name.clone(),
+            });
+        }
+        let key = collision_key(&new.name);
+        if let Some(existing) = topics.keys().find(|t| collision_key(t) == key) {
+            return Err(TopicError::Collides {
+                name: new.name.clone(),
+                existing: existing.clone(),
+            });
+        }
+        let partitions = new.partitions.unwrap_or(self.broker.num_partitions);
+        if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+            return Err(TopicError::InvalidPartitions {
+                name: new.name.clone(),
+                partitions,
+            });
+        }
+        let factor = new
+            .replication_factor
+            .unwrap_or(self.broker.default_replication_factor);
+        if factor != 1 {
+            return Err(TopicError::InvalidReplicationFactor {
+                name: new.name.clone(),
+                factor,
+            });
+        }
+        for (key, value) in &new.overrides {
+            if key.contains(['\n', '\r', '=']) || value.contains(['\n', '\r']) {
+                return Err(TopicError::InvalidConfig {
+                    name: new.name.clone(),
+                    reason: format!("'{key}' has a line break or '=' in its name or value"),
+                });
+            }
+        }
+        let config = TopicConfig::resolve(&self.broker, &new.overrides).map_err(|e| {
+            TopicError::InvalidConfig {
+                name: new.name.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        Ok((partitions, factor, config))
+    }
+
+    /// Creates a topic: partitions first, then the topic file (the commit point).
+    pub async fn create(&self, new: NewTopic) -> Result<Arc<Topic>, TopicError> {
+        let mut topics = self.topics.write().await;
+        let (partitions, replication_factor, _) = self.check_new(&topics, &new)?;
+        if new.name.contains(['.', '_']) {
+            tracing::warn!(
+                topic = %new.name,
+                "topic names with '.' or '_' may collide in metric names; avoid mixing them"
+            );
+        }
+        let record = TopicRecord {
+            id: Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()]),
+            partitions,
+            replication_factor,
+            overrides: new.overrides,
+        };
+        let topic = open_topic(
+            &self.disk,
+            &self.dir,
+            &self.broker,
+            &self.clock,
+            &self.data_arrived,
+            &new.name,
+            record.clone(),
+        )
+        .await?;
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(io_error("sync", &self.dir))?;
+        let path = topic_file(&self.dir, &new.name);
+        self.disk
+            .write_file_atomic(&path, record.encode().as_bytes())
+            .await
+            .map_err(io_error("write", &path))?;
+        tracing::info!(topic = %new.name, partitions, id = %record.id.to_base64(), "created topic");
+        let topic = Arc::new(topic);
+        topics.insert(new.name, topic.clone());
+        Ok(topic)
+    }
+
+    /// Deletes a topic: the topic file first (the commit point), then its partitions.
+    pub async fn delete(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
+        if !self.broker.delete_topic_enable {
+            return Err(TopicError::DeletionDisabled {
+                name: name.to_string(),
+            });
+        }
+        let mut topics = self.topics.write().await;
+        let Some(topic) = topics.get(name).cloned() else {
+            return Err(TopicError::UnknownTopic {
+                name: name.to_string(),
+            });
+        };
+        let path = topic_file(&self.dir, name);
+        let topics_dir = disk::join(&self.dir, TOPICS_DIR);
+        self.disk
+            .remove(&path)
+            .await
+            .map_err(io_error("remove", &path))?;
+        self.disk
+            .sync_dir(&topics_dir)
+            .await
+            .map_err(io_error("sync", &topics_dir))?;
+        topics.remove(name);
+        drop(topics);
+        for partition in &topic.partitions {
+            partition.mark_deleted();
+            // A failed close only loses the clean-shutdown marker of a log being removed.
+            if let Err(e) = partition.log().close().await {
+                tracing::debug!(topic = name, partition = partition.index, error = %e, "closing a deleted partition");
+            }
+            let dir = partition_dir(&self.dir, name, partition.index);
+            self.disk
+                .remove(&dir)
+                .await
+                .map_err(io_error("remove", &dir))?;
+        }
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(io_error("sync", &self.dir))?;
+        tracing::info!(topic = name, "deleted topic");
+        Ok(topic)
+    }
+
+    /// Closes every partition's log cleanly (flush, checkpoint, clean-shutdown marker).
+    pub async fn close(&self) -> Result<(), TopicError> {
+        let topics = self.topics.read().await;
+        let mut first_error = None;
+        for topic in topics.values() {
+            for partition in &topic.partitions {
+                if let Err(source) = partition.log().close().await {
+                    tracing::error!(topic = %topic.name, partition = partition.index, error = %source, "closing a partition log");
+                    first_error.get_or_insert(TopicError::Log {
+                        name: topic.name.clone(),
+                        source,
+                    });
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+fn topic_file(dir: &str, name: &str) -> String {
+    disk::join(&disk::join(dir, TOPICS_DIR), &format!("{name}.properties"))
+}
+
+fn partition_dir(dir: &str, name: &str, partition: i32) -> String {
+    disk::join(dir, &format!("{name}-{partition}"))
+}
+
+async fn open_topic(
+    disk: &Disk,
+    dir: &str,
+    broker: &BrokerConfig,
+    clock: &Clock,
+    data_arrived: &Arc<Notify>,
+    name: &str,
+    record: TopicRecord,
+) -> Result<Topic, TopicError> {
+    let config =
+        TopicConfig::resolve(broker, &record.overrides).map_err(|e| TopicError::InvalidConfig {
+            name: name.to_string(),
+            reason: e.to_string(),
+        })?;
+    let mut partitions = Vec::with_capacity(record.partitions as usize);
+    for index in 0..record.partitions {
+        let partition_dir = partition_dir(dir, name, index);
+        disk.create_dir_all(&partition_dir)
+            .await
+            .map_err(io_error("create", &partition_dir))?;
+        // Kafka's partition.metadata, so tools that look for it find the topic id.
+        let metadata = disk::join(&partition_dir, "partition.metadata");
+        if !disk
+            .exists(&metadata)
+            .await
+            .map_err(io_error("stat", &metadata))?
+        {
+            let text = format!("version: 0\ntopic_id: {}\n", record.id.to_base64());
+            disk.write_file_atomic(&metadata, text.as_bytes())
+                .await
+                .map_err(io_error("write", &metadata))?;
+        }
+        let (log, report) = Log::open(
+            disk.clone(),
+            &partition_dir,
+            config.to_log_config(broker),
+            clock.clone(),
+        )
+        .await
+        .map_err(|source| TopicError::Log {
+            name: name.to_string(),
+            source,
+        })?;
+        if !report.clean_shutdown && (report.batches_scanned > 0 || report.truncated.is_some()) {
+            tracing::info!(
+                topic = name,
+                partition = index,
+                ?report,
+                "recovered partition log"
+            );
+        }
+        partitions.push(Arc::new(Partition::new(
+            name.to_string(),
+            record.id,
+            index,
+            log,
+            config.clone(),
+            data_arrived.clone(),
+        )));
+    }
+    Ok(Topic {
+        name: name.to_string(),
+        id: record.id,
+        partitions,
+        replication_factor: record.replication_factor,
+        internal: INTERNAL_TOPICS.contains(&name),
+        overrides: record.overrides,
+        config,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_names_follow_kafkas_rules() {
+        for good in ["a", "orders", "a.b_c-D9", &"x".repeat(TOPIC_NAME_LEN_MAX)] {
+            assert!(validate_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a b",
+            "a/b",
+            "ü",
+            &"x".repeat(TOPIC_NAME_LEN_MAX + 1),
+        ] {
+            assert!(validate_name(bad).is_err(), "{bad}");
+        }
+        assert_eq!(collision_key("a.b"), collision_key("a_b"));
+    }
+
+    #[test]
+    fn topic_records_round_trip_and_reject_damage() {
+        let record = TopicRecord {
+            id: Uuid::v4_from([7, 9]),
+            partitions: 3,
+            replication_factor: 1,
+            overrides: BTreeMap::from([("cleanup.policy".to_string(), "compact".to_string())]),
+        };
+        assert_eq!(TopicRecord::decode(&record.encode()), Ok(record.clone()));
+        let text = record.encode();
+        assert!(TopicRecord::decode(&text.replace("partitions=3", "partitions=0")).is_err());
+        assert!(TopicRecord::decode(&text.replace("topic.id=", "topic.id=x")).is_err());
+        assert!(TopicRecord::decode("partitions=1\nreplication.factor=1\n").is_err());
+        assert!(TopicRecord::decode(&format!("{text}bogus=1\n")).is_err());
+    }
+}

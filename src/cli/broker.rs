@@ -1,0 +1,188 @@
+//! `samsa broker [FILE] [--override key=value]...`: loads the configuration (the embedded
+//! default when neither is given), opens the data directory, listens, and serves until
+//! SIGINT or SIGTERM, then closes every log cleanly (flush, checkpoint, clean-shutdown marker).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use crate::broker::config::{parse_override, BrokerConfig};
+use crate::broker::{server, Broker};
+use crate::rt::clock::Clock;
+use crate::rt::disk::Disk;
+use crate::rt::net::TcpListener;
+
+const USAGE: &str = "usage: samsa broker [FILE] [--override key=value]...
+
+FILE is a Kafka-style server.properties; --override sets one key on top of it.
+Without either: node.id=1, log.dirs=./samsa-data, listeners=PLAINTEXT://127.0.0.1:9092.";
+
+/// Parsed command line of `samsa broker`.
+#[derive(Debug, PartialEq)]
+struct Args {
+    file: Option<String>,
+    overrides: Vec<(String, String)>,
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut file = None;
+    let mut overrides = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        let value = if arg == "--override" {
+            Some(
+                rest.next()
+                    .ok_or("--override needs a key=value argument")?
+                    .as_str(),
+            )
+        } else {
+            arg.strip_prefix("--override=")
+        };
+        if let Some(value) = value {
+            overrides.push(parse_override(value).map_err(|e| e.to_string())?);
+        } else if arg.starts_with('-') {
+            return Err(format!("unknown option '{arg}'"));
+        } else if file.is_none() {
+            file = Some(arg.clone());
+        } else {
+            return Err(format!("unexpected argument '{arg}': only one FILE"));
+        }
+    }
+    Ok(Args { file, overrides })
+}
+
+pub fn main(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    super::init_logging();
+    let args = match parse_args(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("samsa broker: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = match &args.file {
+        None => None,
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("samsa broker: cannot read {path}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let config = match BrokerConfig::load(text.as_deref(), &args.overrides) {
+        Ok(config) => config,
+        Err(e) => {
+            let source = args.file.as_deref().unwrap_or("the command line");
+            eprintln!("samsa broker: invalid configuration ({source}): {e}");
+            return ExitCode::from(2);
+        }
+    };
+    for key in config.ignored_keys() {
+        tracing::warn!(key = %key, "setting accepted for compatibility but has no effect yet");
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("samsa broker: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("samsa broker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a node until a shutdown signal, then closes it cleanly.
+pub async fn run(config: BrokerConfig) -> Result<(), String> {
+    let log_dir = config.log_dir().to_string();
+    let Some(listener) = config.listeners.first().cloned() else {
+        return Err("listeners is empty".to_string());
+    };
+    let disk = Disk::real(&log_dir).map_err(|e| format!("opening log.dirs {log_dir}: {e}"))?;
+    let broker = Broker::open(config, disk, Clock::new())
+        .await
+        .map_err(|e| e.to_string())?;
+    let address = format!("{}:{}", listener.host, listener.port);
+    let socket = TcpListener::bind(&address)
+        .await
+        .map_err(|e| format!("listening on {address}: {e}"))?;
+    let bound = socket
+        .local_addr()
+        .map_err(|e| format!("listening on {address}: {e}"))?;
+    tracing::info!(listener = %bound, log_dir = %log_dir, "samsa broker listening");
+    let (stop, stopped) = watch::channel(false);
+    let serving = crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stopped));
+    let signal = wait_for_signal().await;
+    tracing::info!("{signal}: shutting down");
+    let _ = stop.send(true);
+    let _ = serving.await;
+    broker
+        .close()
+        .await
+        .map_err(|e| format!("closing logs: {e}"))?;
+    tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+/// Waits for SIGINT or SIGTERM and names the one that came.
+async fn wait_for_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                biased;
+                _ = crate::rt::signal::ctrl_c() => return "SIGINT",
+                _ = term.recv() => return "SIGTERM",
+            }
+        }
+    }
+    let _ = crate::rt::signal::ctrl_c().await;
+    "SIGINT"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments_take_a_file_and_overrides_in_either_form() {
+        let parsed = parse_args(&strings(&[
+            "server.properties",
+            "--override",
+            "node.id=3",
+            "--override=log.dirs=/tmp/x",
+        ]))
+        .unwrap();
+        assert_eq!(parsed.file.as_deref(), Some("server.properties"));
+        assert_eq!(
+            parsed.overrides,
+            vec![
+                ("node.id".to_string(), "3".to_string()),
+                ("log.dirs".to_string(), "/tmp/x".to_string())
+            ]
+        );
+        assert!(parse_args(&strings(&["a", "b"])).is_err());
+        assert!(parse_args(&strings(&["--override"])).is_err());
+        assert!(parse_args(&strings(&["--overide", "x=1"])).is_err());
+        assert!(parse_args(&strings(&["--override", "novalue"])).is_err());
+    }
+}
