@@ -16,6 +16,8 @@ mod capture_proxy;
 mod kcat;
 #[path = "support/rdkafka_support.rs"]
 mod rdkafka_support;
+#[path = "support/request_codec.rs"]
+mod request_codec;
 
 use broker_process::BrokerProcess;
 use capture_proxy::{CaptureProxy, CapturedFrame};
@@ -24,6 +26,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::producer::FutureProducer;
 use rdkafka::{Offset, TopicPartitionList};
 use rdkafka_support::*;
+use request_codec::{api_name, check_frame};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -48,12 +51,9 @@ fn broker_behind_proxy() -> (BrokerProcess, CaptureProxy) {
     (broker, proxy)
 }
 
-/// The API's name as the codec describes it, without the `Request` suffix.
-fn api_name(api_key: i16) -> Option<&'static str> {
-    samsa::protocol::api_info(api_key).map(|a| a.name.trim_end_matches("Request"))
-}
-
-/// Replaces `client`'s fixtures with the first frame of each (API, version) in `frames`.
+/// Replaces `client`'s fixtures with the first frame of each (API, version) in `frames`, plus
+/// the first frame of each (API, version) with a different outcome of the codec check (bytes
+/// after the body, or a failure): regression fixtures for the codec, named like the others.
 fn write_fixtures(client: &str, describe: &str, frames: &[(String, CapturedFrame)]) {
     let dir = fixtures_dir();
     #[allow(clippy::disallowed_methods)] // the fixture directory in the source tree
@@ -74,8 +74,18 @@ fn write_fixtures(client: &str, describe: &str, frames: &[(String, CapturedFrame
         let key = i16::from_be_bytes([k0, k1]);
         let version = i16::from_be_bytes([v0, v1]);
         let correlation_id = i32::from_be_bytes([c0, c1, c2, c3]);
-        if !seen.insert((key, version)) {
+        let check = check_frame(&bytes::Bytes::from(f.bytes.clone()));
+        if !seen.insert((key, version, check.clone())) {
             continue;
+        }
+        match &check {
+            Ok(0) => {}
+            Ok(n) => {
+                eprintln!("{client}: {flow}: frame {key} v{version} has {n} bytes after its body")
+            }
+            Err(e) => {
+                eprintln!("{client}: {flow}: frame {key} v{version} fails the codec check: {e}")
+            }
         }
         let Some(api) = api_name(key) else {
             eprintln!("{client}: API key {key} v{version} is not described by samsa::protocol; no fixture");
@@ -84,9 +94,15 @@ fn write_fixtures(client: &str, describe: &str, frames: &[(String, CapturedFrame
         let mut text = format!(
             "# {describe}: {api} v{version} (API key {key}), correlation id {correlation_id}, connection {}\n\
              # captured from: {flow}\n\
+             # codec check when captured: {}\n\
              # the request frame without its size prefix; regenerate with\n\
              # cargo test --test capture_client_fixtures -- --ignored\n",
-            f.connection
+            f.connection,
+            match &check {
+                Ok(0) => "ok".to_string(),
+                Ok(n) => format!("ok, with {n} bytes after the body"),
+                Err(e) => format!("FAILED: {e}"),
+            }
         );
         for chunk in f.bytes.chunks(HEX_LINE_BYTES) {
             for b in chunk {
@@ -116,8 +132,17 @@ fn capture_kcat_fixtures() {
     let work = broker.dir().to_path_buf();
     let mut frames = Vec::new();
 
+    // A failed run still sent its requests, which is what is recorded.
     let run = |args: &[&str], input: Option<&Path>| {
-        kcat::run_kcat(&kcat_path, &work, &kcat::args(&bootstrap, args), input).assert_success();
+        let r = kcat::run_kcat(&kcat_path, &work, &kcat::args(&bootstrap, args), input);
+        if !r.status.success() {
+            eprintln!(
+                "kcat {} failed ({}): {}",
+                args.join(" "),
+                r.status,
+                r.stderr
+            );
+        }
     };
     run(&["-L"], None);
     take(&proxy, "kcat -L", &mut frames);
@@ -142,7 +167,15 @@ fn capture_kcat_fixtures() {
     run(&["-Q", "-t", "fixture:0:1"], None);
     take(&proxy, "kcat -Q -t fixture:0:1", &mut frames);
 
-    write_fixtures("kcat", "kcat 1.7.1 (librdkafka 2.0.2)", &frames);
+    let version = kcat::run_kcat(&kcat_path, &work, &["-V".to_string()], None);
+    let describe = version
+        .stdout_text()
+        .lines()
+        .chain(version.stderr.lines())
+        .find(|l| l.contains("Version"))
+        .map(|l| format!("kcat {}", l.trim()))
+        .unwrap_or_else(|| "kcat".to_string());
+    write_fixtures("kcat", &describe, &frames);
 }
 
 #[tokio::test]
@@ -201,10 +234,12 @@ async fn capture_rdkafka_fixtures() {
         .add_partition_offset("fixture", 0, Offset::Offset(base_ts + 5))
         .expect("add partition");
     let _ = consumer.offsets_for_times(by_time, timeout);
+    let _ = consumer.fetch_metadata(None, timeout);
+    let _ = consumer.fetch_metadata(Some("fixture"), timeout);
     drop(consumer);
     take(
         &proxy,
-        "rdkafka BaseConsumer assign from the beginning, poll, offsets_for_times",
+        "rdkafka BaseConsumer assign from the beginning, poll, offsets_for_times, metadata (all topics, one topic)",
         &mut frames,
     );
 

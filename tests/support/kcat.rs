@@ -1,6 +1,6 @@
 //! Running the `kcat` command-line client (Debian's kcat 1.7.1, librdkafka 2.0.2) from tests:
 //! finding it, and running it with stdin from a file and stdout and stderr to files, killed if
-//! it runs past a named limit.
+//! it runs past a named limit, always with the system's librdkafka.
 //!
 //! Include it with `#[path = "support/kcat.rs"] mod kcat;`.
 //!
@@ -90,7 +90,11 @@ pub fn run_kcat(
         Some(p) => Stdio::from(File::open(p).expect("open kcat's input")),
         None => Stdio::null(),
     };
+    // `cargo test` puts the rdkafka crate's build directory, which holds a bundled
+    // librdkafka.so.1 (2.12), on LD_LIBRARY_PATH: kcat would load that instead of the system's
+    // librdkafka (2.0.2) it was built for, and the older client would never be tested.
     let mut child = Command::new(kcat)
+        .env_remove("LD_LIBRARY_PATH")
         .args(args)
         .stdin(stdin)
         .stdout(Stdio::from(out))
