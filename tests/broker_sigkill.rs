@@ -20,9 +20,13 @@ mod rdkafka_support;
 use broker_process::BrokerProcess;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::future_producer::OwnedDeliveryResult;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka_support::*;
 use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// Records produced in all.
@@ -32,11 +36,29 @@ const KILL_AFTER_ACKED: usize = 3_000;
 /// Records enqueued but not yet awaited: what can be in flight when the kill lands.
 const WINDOW: usize = 1_000;
 const PARTITIONS: i32 = 3;
+/// Records enqueued just before the kill.
+const KILL_BURST: usize = 500;
 
 /// One record in flight: what was sent and the future of its delivery report.
 struct Pending {
     sent: Sent,
     delivery: DeliveryFuture,
+    /// The report, once polled out of `delivery` (a completed future yields it only once).
+    done: Option<OwnedDeliveryResult>,
+}
+
+/// How many of the pending deliveries have not completed yet (each polled once, without
+/// waiting).
+fn unconfirmed(pending: &mut VecDeque<Pending>) -> usize {
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut count = 0;
+    for p in pending.iter_mut().filter(|p| p.done.is_none()) {
+        match Pin::new(&mut p.delivery).poll(&mut cx) {
+            Poll::Pending => count += 1,
+            Poll::Ready(r) => p.done = Some(r.expect("the producer outlives its futures")),
+        }
+    }
+    count
 }
 
 fn enqueue(producer: &FutureProducer, topic: &str, sent: &Sent) -> DeliveryFuture {
@@ -91,11 +113,19 @@ async fn acknowledged_records_survive_sigkill_and_restart() {
         while next < RECORDS && pending.len() < WINDOW {
             let sent = record("sigkill", next, base_ts);
             let delivery = enqueue(&producer, topic, &sent);
-            pending.push_back(Pending { sent, delivery });
+            pending.push_back(Pending {
+                sent,
+                delivery,
+                done: None,
+            });
             next += 1;
         }
         let Some(p) = pending.pop_front() else { break };
-        match p.delivery.await.expect("the producer outlives its futures") {
+        let report = match p.done {
+            Some(r) => r,
+            None => p.delivery.await.expect("the producer outlives its futures"),
+        };
+        match report {
             Ok(d) => acked.push(Acked {
                 sent: p.sent,
                 partition: d.partition,
@@ -104,18 +134,38 @@ async fn acknowledged_records_survive_sigkill_and_restart() {
             Err((e, _)) => failed.push((p.sent.index, e.to_string())),
         }
         if in_flight_at_kill.is_none() && acked.len() >= KILL_AFTER_ACKED {
-            in_flight_at_kill = Some(pending.len());
+            // A fresh burst right before the kill: with linger.ms it cannot all be
+            // acknowledged yet, so the kill lands with records on the wire or in the broker.
+            for _ in 0..KILL_BURST {
+                if next < RECORDS {
+                    let sent = record("sigkill", next, base_ts);
+                    let delivery = enqueue(&producer, topic, &sent);
+                    pending.push_back(Pending {
+                        sent,
+                        delivery,
+                        done: None,
+                    });
+                    next += 1;
+                }
+            }
             broker.kill9();
+            in_flight_at_kill = Some(unconfirmed(&mut pending));
             broker.restart();
         }
     }
     eprintln!(
-        "sigkill: {} acknowledged, {} failed, {:?} enqueued but unconfirmed at the kill",
+        "sigkill: {} acknowledged, {} failed, {:?} unconfirmed at the kill",
         acked.len(),
         failed.len(),
         in_flight_at_kill
     );
-    assert!(in_flight_at_kill.is_some(), "the broker was never killed");
+    let Some(unconfirmed_at_kill) = in_flight_at_kill else {
+        panic!("the broker was never killed");
+    };
+    assert!(
+        unconfirmed_at_kill > 0,
+        "every record was confirmed before the kill: the kill did not land mid-run"
+    );
     assert!(
         acked.len() > KILL_AFTER_ACKED,
         "nothing was acknowledged after the restart; failures: {:?}",
