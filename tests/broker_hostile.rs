@@ -343,3 +343,72 @@ fn many_connections_opened_and_dropped() {
     }
     still_healthy(&mut broker, "connections opened and dropped");
 }
+
+/// Produces `batch` to partition 0 of `topic` (Produce v9, acks=all) and returns the
+/// partition's error code and base offset.
+fn produce_raw(s: &mut TcpStream, topic: &str, batch: bytes::Bytes, cid: i32) -> (i16, i64) {
+    use samsa::protocol::produce::{
+        PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+    };
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 10_000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(batch),
+            }],
+            ..TopicProduceData::default()
+        }],
+        ..ProduceRequest::default()
+    };
+    let resp: ProduceResponse = call(s, &req, 9, cid);
+    let p = resp
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .expect("one partition in the Produce response");
+    (p.error_code, p.base_offset)
+}
+
+/// A record batch whose CRC does not match its bytes is refused with CORRUPT_MESSAGE and
+/// takes no offsets: the next valid batch lands at offset 0.
+#[test]
+fn a_batch_with_a_bad_crc_is_refused_and_not_stored() {
+    use samsa::protocol::record_batch::BatchBuilder;
+    let mut broker = BrokerProcess::start_with(&[("auto.create.topics.enable", "true")]);
+    let mut s = connect(broker.addr());
+    // Auto-create the topic through Metadata.
+    let md_req = MetadataRequest {
+        topics: Some(vec![MetadataRequestTopic {
+            name: Some("crc".into()),
+            ..MetadataRequestTopic::default()
+        }]),
+        allow_auto_topic_creation: true,
+        ..MetadataRequest::default()
+    };
+    let md: samsa::protocol::metadata::MetadataResponse = call(&mut s, &md_req, 12, 1);
+    assert_eq!(md.topics.first().map(|t| t.error_code), Some(0), "{md:?}");
+
+    let mut b = BatchBuilder::new(0);
+    for i in 0..3u8 {
+        b.push(1_000 + i64::from(i), Some(&[i]), Some(&[i; 40]), &[]);
+    }
+    let good = b.build().freeze();
+    let mut bad = good.to_vec();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x01; // inside the last record, covered by the CRC
+    let (error_code, _) = produce_raw(&mut s, "crc", bytes::Bytes::from(bad), 2);
+    assert_eq!(
+        error_code, 2,
+        "CORRUPT_MESSAGE for a batch whose CRC does not match"
+    );
+    let (error_code, base_offset) = produce_raw(&mut s, "crc", good, 3);
+    assert_eq!(
+        (error_code, base_offset),
+        (0, 0),
+        "the valid batch after the refused one"
+    );
+    still_healthy(&mut broker, "a batch with a bad CRC");
+}
