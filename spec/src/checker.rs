@@ -3,8 +3,9 @@
 //!
 //! Each guarantee is checked by its own function, independent of the others,
 //! and named after the anomaly Jepsen's Kafka test reports when it breaks:
-//! lost-write, inconsistent-offsets, nonmonotonic-send, duplicate,
-//! phantom-read, plus unreported-corruption for runs that corrupt synced data.
+//! lost-write, inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll,
+//! poll-skip, duplicate, phantom-read, plus unreported-corruption for runs
+//! that corrupt synced data.
 //!
 //! Invariants the checkers rely on, all guaranteed by [`History`]: values are
 //! unique per append invocation, a process is sequential, and every outcome is
@@ -12,8 +13,10 @@
 //! in outcomes and in the final log are data to judge, never to unwrap.
 //!
 //! Every checker runs in time linear in the history plus the final log
-//! (hash-map lookups, no pairwise comparisons), because CI checks thousands of
-//! seeds with 10^4 to 10^5 events each. Output is deterministic: maps are only
+//! (map lookups, no pairwise comparisons), because CI checks thousands of
+//! seeds with 10^4 to 10^5 events each. The one exception is poll-skip, which
+//! scans the offsets a read skipped: free on valid runs, where reads skip
+//! nothing, and bounded by one report per read on broken ones. Output is deterministic: maps are only
 //! used for lookups, and anomalies are found by walking the history and the
 //! final log in order, so two runs of one seed produce identical reports.
 
@@ -46,6 +49,15 @@ pub enum AnomalyKind {
     /// A process's appends landed out of the order it sent them in, or one
     /// append's records are not contiguous.
     NonmonotonicSend,
+    /// A read returned offsets that go backwards: not strictly increasing
+    /// within the read, or below the offset it asked to read from (which, for
+    /// a process continuing where its previous read ended, means its position
+    /// went backwards).
+    NonmonotonicPoll,
+    /// A read skipped over an offset whose record was committed before the
+    /// read was invoked: it began above the offset it asked for, or jumped
+    /// between two consecutive records it returned.
+    PollSkip,
     /// A value appears more than once in the final log or in one read.
     Duplicate,
     /// A read or the final log served a value that no append wrote, or whose
@@ -58,10 +70,12 @@ pub enum AnomalyKind {
 
 impl AnomalyKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [AnomalyKind; 6] = [
+    pub const ALL: [AnomalyKind; 8] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::NonmonotonicSend,
+        AnomalyKind::NonmonotonicPoll,
+        AnomalyKind::PollSkip,
         AnomalyKind::Duplicate,
         AnomalyKind::PhantomRead,
         AnomalyKind::UnreportedCorruption,
@@ -72,6 +86,8 @@ impl AnomalyKind {
             AnomalyKind::LostWrite => "lost-write",
             AnomalyKind::InconsistentOffsets => "inconsistent-offsets",
             AnomalyKind::NonmonotonicSend => "nonmonotonic-send",
+            AnomalyKind::NonmonotonicPoll => "nonmonotonic-poll",
+            AnomalyKind::PollSkip => "poll-skip",
             AnomalyKind::Duplicate => "duplicate",
             AnomalyKind::PhantomRead => "phantom-read",
             AnomalyKind::UnreportedCorruption => "unreported-corruption",
@@ -245,6 +261,8 @@ pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) ->
     check_duplicates(&index, &mut report);
     check_phantom_reads(&index, &mut report);
     check_nonmonotonic_sends(&index, &mut report);
+    check_nonmonotonic_polls(&index, &mut report);
+    check_poll_skips(&index, &mut report);
     report
 }
 
@@ -272,11 +290,19 @@ struct Append<'h> {
     values: &'h [Value],
     /// The base offset, if the append was acknowledged.
     acked_base: Option<Offset>,
+    /// When the append completed, if it did.
+    complete_ns: Option<u64>,
 }
 
 /// The records returned by one successful read.
 struct Observed<'h> {
     op: OpId,
+    process: ProcessId,
+    /// The offset the read asked to start at.
+    from: Offset,
+    invoke_ns: u64,
+    /// When the read completed: it did, being successful.
+    complete_ns: u64,
     records: &'h [(Offset, Value)],
 }
 
@@ -348,10 +374,16 @@ impl<'h> Index<'h> {
                         process: operation.process,
                         values,
                         acked_base,
+                        complete_ns: operation.complete_ns,
                     });
                 }
-                (Op::Read { .. }, Some(Outcome::Read { records })) => reads.push(Observed {
+                (Op::Read { from }, Some(Outcome::Read { records })) => reads.push(Observed {
                     op: operation.id,
+                    process: operation.process,
+                    from: *from,
+                    invoke_ns: operation.invoke_ns,
+                    // A read with an outcome completed; the fallback is never used.
+                    complete_ns: operation.complete_ns.unwrap_or(u64::MAX),
                     records,
                 }),
                 (Op::Read { .. }, _) => {}
@@ -757,6 +789,166 @@ fn check_nonmonotonic_sends(ix: &Index<'_>, report: &mut Report) {
     }
 }
 
+/// nonmonotonic-poll: a consumer's position must never go backwards.
+///
+/// Judged per successful read, on the offsets it returned relative to the
+/// offset it asked for and to each other: none may lie below `from`, and they
+/// must strictly increase. A process's reads are not compared with each other
+/// directly, because the workload picks each read's `from` itself: a `from`
+/// below where its previous read ended is a deliberate seek (re-reading from
+/// 0, or resetting after OFFSET_OUT_OF_RANGE), not an anomaly. A read that
+/// continues where the process's previous read ended (its `from` is past that
+/// read's last offset) yet returns an offset at or below that last offset is
+/// exactly a record below `from`, so the first rule catches it; its detail
+/// then names the previous read, since that is the position going backwards.
+///
+/// Kafka returns whole batches, so a fetch from the middle of a batch
+/// legitimately carries records below `from`; the harness must drop those
+/// before recording the read, as Kafka consumers do. Each read is reported
+/// at most once.
+fn check_nonmonotonic_polls(ix: &Index<'_>, report: &mut Report) {
+    // Each process's latest successful non-empty read and the last offset it
+    // returned: where the process would continue from.
+    let mut position: BTreeMap<ProcessId, (OpId, Offset)> = BTreeMap::new();
+    for read in &ix.reads {
+        let previous = position.get(&read.process).copied();
+        let below_from = read.records.iter().find(|&&(offset, _)| offset < read.from);
+        if let Some(&(offset, value)) = below_from {
+            report.record(AnomalyKind::NonmonotonicPoll, || {
+                let went_back = previous.filter(|&(_, previous_last)| {
+                    read.from > previous_last && offset <= previous_last
+                });
+                let context = match went_back {
+                    Some((previous_op, previous_last)) => format!(
+                        "; process {} continued after read op #{previous_op}, which had already \
+                         reached offset {previous_last}, so its position went backwards",
+                        read.process
+                    ),
+                    None => String::new(),
+                };
+                format!(
+                    "read op #{} from offset {} returned {value} at offset {offset}, below the \
+                     offset it read from{context}",
+                    read.op, read.from
+                )
+            });
+        } else if let Some(pair) = read.records.windows(2).find(|pair| pair[1].0 <= pair[0].0) {
+            let ((a_offset, a), (b_offset, b)) = (pair[0], pair[1]);
+            report.record(AnomalyKind::NonmonotonicPoll, || {
+                format!(
+                    "read op #{} returned {a} at offset {a_offset} and then {b} at offset \
+                     {b_offset}; offsets within a read must strictly increase",
+                    read.op
+                )
+            });
+        }
+        if let Some(&(last, _)) = read.records.last() {
+            position.insert(read.process, (read.op, last));
+        }
+    }
+}
+
+/// poll-skip: a read must not skip a record that was committed before the
+/// read was invoked.
+///
+/// Assumes the partition's offsets are contiguous: no compaction, no
+/// transactions (hence no control records or aborted batches) and no
+/// retention, none of which this log has yet. A read's records must then sit
+/// at consecutive offsets starting at `from`. Two kinds of gap are judged: a
+/// read whose first record is above `from` (offsets `from` up to it were
+/// skipped), and two consecutive records of a read more than one offset apart.
+/// Empty reads are not judged, nor reads whose offsets do not strictly
+/// increase, which are nonmonotonic-poll.
+///
+/// A skipped offset is reported only on evidence, so that a gap the system
+/// could legitimately produce is never blamed: the final log (where trusted,
+/// see inconsistent-offsets) holds a record there, and that same value was
+/// committed at that same offset, by an acknowledgement or a successful read
+/// that completed strictly before the read was invoked. Since a committed
+/// record stays below the high watermark, such a read had to return it.
+/// Equal timestamps are not ordered, so they count as not before. Each read
+/// is reported at most once, at the first skipped offset with evidence.
+fn check_poll_skips(ix: &Index<'_>, report: &mut Report) {
+    let mut final_at: BTreeMap<Offset, Value> = BTreeMap::new();
+    for &(offset, value) in &ix.final_log.records {
+        if ix.final_log_trusted_at(offset) {
+            // A second record at one offset is someone else's anomaly; the first stands.
+            final_at.entry(offset).or_insert(value);
+        }
+    }
+    // For each offset, the earliest time its final-log record was known to be
+    // committed there, by what, and the value.
+    let mut committed: BTreeMap<Offset, (u64, Source, Value)> = BTreeMap::new();
+    let mut claim = |offset: Offset, value: Value, time_ns: u64, source: Source| {
+        if final_at.get(&offset) != Some(&value) {
+            return;
+        }
+        match committed.entry(offset) {
+            Entry::Vacant(entry) => {
+                entry.insert((time_ns, source, value));
+            }
+            Entry::Occupied(mut entry) => {
+                if time_ns < entry.get().0 {
+                    entry.insert((time_ns, source, value));
+                }
+            }
+        }
+    };
+    for append in &ix.appends {
+        if let (Some(base), Some(time_ns)) = (append.acked_base, append.complete_ns) {
+            for (i, &value) in append.values.iter().enumerate() {
+                claim(offset_at(base, i), value, time_ns, Source::Ack(append.op));
+            }
+        }
+    }
+    for read in &ix.reads {
+        for &(offset, value) in read.records {
+            claim(offset, value, read.complete_ns, Source::Read(read.op));
+        }
+    }
+
+    for read in &ix.reads {
+        let first = match read.records.first() {
+            Some(&(first, _)) => first,
+            None => continue,
+        };
+        if read.records.windows(2).any(|pair| pair[1].0 <= pair[0].0) {
+            continue;
+        }
+        // Half-open ranges of skipped offsets, with what the read returned
+        // around them; each range is non-empty, so BTreeMap::range accepts it.
+        let start_gap = (first > read.from).then_some((read.from, first, None));
+        let inner_gaps = read.records.windows(2).filter_map(|pair| {
+            let ((a, _), (b, _)) = (pair[0], pair[1]);
+            let after_a = a.saturating_add(1);
+            (b > after_a).then_some((after_a, b, Some(a)))
+        });
+        let skipped = start_gap
+            .into_iter()
+            .chain(inner_gaps)
+            .find_map(|(lo, hi, before)| {
+                committed
+                    .range(lo..hi)
+                    .find(|(_, &(time_ns, _, _))| time_ns < read.invoke_ns)
+                    .map(|(&offset, &(_, source, value))| (offset, value, source, before, hi))
+            });
+        if let Some((offset, value, source, before, after)) = skipped {
+            report.record(AnomalyKind::PollSkip, || {
+                let shape = match before {
+                    Some(before) => format!("returned offset {before} and then offset {after}"),
+                    None => format!("started at offset {after}"),
+                };
+                format!(
+                    "read op #{} from offset {} {shape}, skipping offset {offset}, which holds \
+                     {value} in the final log and was committed there according to {source} \
+                     before the read was invoked",
+                    read.op, read.from
+                )
+            });
+        }
+    }
+}
+
 /// The offset of the `index`-th record of a batch based at `base`. Saturates
 /// rather than overflowing, because `base` comes from the system under test.
 fn offset_at(base: Offset, index: usize) -> Offset {
@@ -837,6 +1029,19 @@ mod tests {
             );
         }
 
+        fn read_failed(&mut self, process: ProcessId, from: Offset) {
+            let t = self.tick();
+            let op = self.history.invoke(t, process, Op::Read { from });
+            let t = self.tick();
+            self.history.complete(
+                t,
+                op,
+                Outcome::Failed {
+                    reason: "OFFSET_OUT_OF_RANGE".into(),
+                },
+            );
+        }
+
         fn read_ok(&mut self, process: ProcessId, from: Offset, records: &[(Offset, Value)]) {
             let t = self.tick();
             let op = self.history.invoke(t, process, Op::Read { from });
@@ -905,6 +1110,8 @@ mod tests {
                 "lost-write",
                 "inconsistent-offsets",
                 "nonmonotonic-send",
+                "nonmonotonic-poll",
+                "poll-skip",
                 "duplicate",
                 "phantom-read",
                 "unreported-corruption"
@@ -1235,6 +1442,156 @@ mod tests {
         assert!(report.is_valid(), "{}", report.summary());
     }
 
+    /// Three records from process 1, acknowledged at offsets 0..=2, and the
+    /// final log holding them.
+    fn three_acked() -> (Builder, Vec<Value>, FinalLog) {
+        let mut b = Builder::default();
+        let values: Vec<Value> = (0..3).map(|seq| v(1, seq)).collect();
+        b.append_ok(1, &values, 0);
+        let log = final_log(0, &values);
+        (b, values, log)
+    }
+
+    #[test]
+    fn offsets_going_backwards_within_a_read_are_nonmonotonic_poll() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 0, &[(1, x[1]), (0, x[0])]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicPoll]);
+        assert_eq!(report.count(AnomalyKind::NonmonotonicPoll), 1);
+        assert!(report.anomalies[0].detail.contains("strictly increase"));
+        assert!(report.summary().contains("nonmonotonic-poll: 1\n"));
+    }
+
+    #[test]
+    fn a_repeated_offset_within_a_read_is_nonmonotonic_poll() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 0, &[(0, x[0]), (1, x[1]), (1, x[1]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert!(report.has(AnomalyKind::NonmonotonicPoll));
+        assert!(!report.has(AnomalyKind::PollSkip));
+    }
+
+    #[test]
+    fn a_record_below_from_is_nonmonotonic_poll() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 2, &[(1, x[1]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicPoll]);
+        assert!(report.anomalies[0]
+            .detail
+            .contains("below the offset it read from"));
+        assert!(!report.anomalies[0].detail.contains("went backwards"));
+    }
+
+    #[test]
+    fn a_continuing_read_going_back_is_nonmonotonic_poll() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 0, &[(0, x[0]), (1, x[1])]);
+        b.read_ok(2, 2, &[(1, x[1]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::NonmonotonicPoll]);
+        assert_eq!(report.count(AnomalyKind::NonmonotonicPoll), 1);
+        assert!(report.anomalies[0].detail.contains("went backwards"));
+    }
+
+    #[test]
+    fn deliberate_seeks_are_not_anomalies() {
+        let (mut b, x, log) = three_acked();
+        // Read everything, then re-read from 0, as the workload sometimes does.
+        b.read_ok(2, 0, &[(0, x[0]), (1, x[1]), (2, x[2])]);
+        b.read_ok(2, 0, &[(0, x[0])]);
+        // Continue past the end, get OFFSET_OUT_OF_RANGE, reset to 0.
+        b.read_ok(2, 1, &[(1, x[1]), (2, x[2])]);
+        b.read_failed(2, 7);
+        b.read_ok(2, 0, &[(0, x[0]), (1, x[1])]);
+        // Seek back into the middle of what was read.
+        b.read_ok(2, 1, &[(1, x[1])]);
+        // An empty read at the end, and one that continues exactly.
+        b.read_ok(2, 3, &[]);
+        b.read_ok(3, 0, &[(0, x[0])]);
+        b.read_ok(3, 1, &[(1, x[1]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_gap_inside_a_read_over_an_acknowledged_record_is_poll_skip() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 0, &[(0, x[0]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        assert_eq!(report.count(AnomalyKind::PollSkip), 1);
+        let detail = &report.anomalies[0].detail;
+        assert!(detail.contains("skipping offset 1"), "{detail}");
+        assert!(detail.contains("acknowledgement of op #0"), "{detail}");
+        assert!(report.summary().contains("poll-skip: 1\n"));
+    }
+
+    #[test]
+    fn a_read_starting_above_from_over_a_committed_record_is_poll_skip() {
+        let (mut b, x, log) = three_acked();
+        b.read_ok(2, 0, &[(1, x[1]), (2, x[2])]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        let detail = &report.anomalies[0].detail;
+        assert!(detail.contains("started at offset 1"), "{detail}");
+        assert!(detail.contains("skipping offset 0"), "{detail}");
+    }
+
+    #[test]
+    fn a_record_committed_by_an_earlier_read_cannot_be_skipped() {
+        let mut b = Builder::default();
+        let x = [v(1, 0), v(1, 1)];
+        b.append_unknown(1, &x);
+        b.read_ok(3, 0, &[(0, x[0]), (1, x[1])]);
+        b.read_ok(2, 0, &[(1, x[1])]);
+        let report = check_plain(&b, &final_log(0, &x));
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        assert!(report.anomalies[0].detail.contains("read op #2"));
+    }
+
+    #[test]
+    fn skipping_a_record_not_yet_known_committed_is_not_poll_skip() {
+        // The first read was invoked before the acknowledgement of offset 0;
+        // the later read skips offset 2, which was never acknowledged nor
+        // read. Neither has evidence against it.
+        let mut b = Builder::default();
+        let x = [v(1, 0), v(1, 1), v(2, 0), v(3, 0)];
+        let t = b.tick();
+        let append = b.history.invoke(t, 1, Op::Append { values: vec![x[0]] });
+        let t = b.tick();
+        let read = b.history.invoke(t, 5, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history
+            .complete(t, append, Outcome::Appended { base_offset: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            read,
+            Outcome::Read {
+                records: vec![(1, x[1])],
+            },
+        );
+        b.append_unknown(1, &[x[1]]);
+        b.append_unknown(2, &[x[2]]);
+        b.append_ok(3, &[x[3]], 3);
+        b.read_ok(6, 0, &[(0, x[0]), (1, x[1]), (3, x[3])]);
+        let report = check_plain(&b, &final_log(0, &x));
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_skip_is_reported_once_per_read() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..5).map(|seq| v(1, seq)).collect();
+        b.append_ok(1, &x, 0);
+        b.read_ok(2, 0, &[(1, x[1]), (3, x[3])]);
+        let report = check_plain(&b, &final_log(0, &x));
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        assert_eq!(report.count(AnomalyKind::PollSkip), 1);
+    }
+
     #[test]
     fn details_are_capped_but_all_anomalies_counted() {
         let mut b = Builder::default();
@@ -1258,6 +1615,21 @@ mod tests {
         let mut b = Builder::default();
         b.append_ok(1, &[v(1, 0), v(1, 1)], Offset::MAX);
         b.read_ok(2, Offset::MIN, &[(Offset::MIN, v(1, 0))]);
+        b.read_ok(
+            3,
+            Offset::MIN,
+            &[(Offset::MAX - 1, v(1, 0)), (Offset::MAX, v(1, 1))],
+        );
+        b.read_ok(
+            3,
+            Offset::MAX,
+            &[(Offset::MAX, v(1, 1)), (Offset::MIN, v(1, 0))],
+        );
+        b.read_ok(
+            4,
+            Offset::MIN,
+            &[(Offset::MIN, v(1, 0)), (Offset::MAX, v(1, 1))],
+        );
         let log = FinalLog {
             log_start_offset: Offset::MAX,
             records: vec![(Offset::MAX, v(1, 0))],

@@ -11,8 +11,8 @@
 //! - [`model`] is the reference partition log: dense offsets, ordered records.
 //! - [`checker`] judges a history plus the log as read offline after the run,
 //!   and reports anomalies under Jepsen's names (lost-write,
-//!   inconsistent-offsets, nonmonotonic-send, duplicate, phantom-read,
-//!   unreported-corruption).
+//!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
+//!   duplicate, phantom-read, unreported-corruption).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be

@@ -2,7 +2,8 @@
 //!
 //! A history produced by running concurrent processes against `LogModel` is
 //! correct by construction, so every check of it must pass; each way of
-//! breaking its final log must then be caught under the right name. This
+//! breaking its final log or its reads must then be caught under the right
+//! name. This
 //! guards against false positives, which would make the simulation useless,
 //! as much as against missed anomalies.
 
@@ -233,4 +234,115 @@ fn corrupted_final_logs_are_caught_under_the_right_name() {
         assert!(report.has(AnomalyKind::InconsistentOffsets), "seed {seed}");
         assert!(!report.has(AnomalyKind::LostWrite), "seed {seed}");
     }
+}
+
+/// A copy of `history` with each read's records passed through `edit`, which
+/// gets the read's op id and records.
+fn edit_reads(
+    history: &History,
+    mut edit: impl FnMut(OpId, &[(Offset, Value)]) -> Vec<(Offset, Value)>,
+) -> History {
+    let mut copy = History::new();
+    for event in history.events() {
+        match &event.kind {
+            samsa_spec::EventKind::Invoke(op) => {
+                copy.invoke(event.time_ns, event.process, op.clone());
+            }
+            samsa_spec::EventKind::Complete { op, outcome } => {
+                let outcome = match outcome {
+                    Outcome::Read { records } => Outcome::Read {
+                        records: edit(*op, records),
+                    },
+                    other => other.clone(),
+                };
+                copy.complete(event.time_ns, *op, outcome);
+            }
+            samsa_spec::EventKind::Note(text) => copy.note(event.time_ns, event.process, text),
+        }
+    }
+    copy
+}
+
+#[test]
+fn reads_going_backwards_are_nonmonotonic_polls() {
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        let Some(target) = run
+            .history
+            .operations()
+            .into_iter()
+            .find_map(|o| match o.outcome {
+                Some(Outcome::Read { records }) if records.len() >= 2 => Some(o.id),
+                _ => None,
+            })
+        else {
+            continue;
+        };
+        let history = edit_reads(&run.history, |op, records| {
+            let mut records = records.to_vec();
+            if op == target {
+                records.reverse();
+            }
+            records
+        });
+        let report = check(&history, &log, &CheckOptions::default());
+        assert!(report.has(AnomalyKind::NonmonotonicPoll), "seed {seed}");
+        assert!(!report.has(AnomalyKind::PollSkip), "seed {seed}");
+        caught += 1;
+    }
+    assert!(
+        caught > SEEDS / 2,
+        "only {caught} seeds had a read to reverse"
+    );
+}
+
+#[test]
+fn reads_skipping_acknowledged_records_are_poll_skips() {
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        let operations = run.history.operations();
+        // When each acknowledged offset's acknowledgement completed.
+        let mut acked_ns = std::collections::BTreeMap::new();
+        for o in &operations {
+            if let (Op::Append { values }, Some(Outcome::Appended { base_offset }), Some(t)) =
+                (&o.op, &o.outcome, o.complete_ns)
+            {
+                for i in 0..values.len() {
+                    acked_ns.insert(base_offset + i as Offset, t);
+                }
+            }
+        }
+        // A read whose second record was acknowledged before the read began.
+        let target = operations.iter().find_map(|o| match &o.outcome {
+            Some(Outcome::Read { records })
+                if records.len() >= 3
+                    && acked_ns
+                        .get(&records[1].0)
+                        .is_some_and(|&t| t < o.invoke_ns) =>
+            {
+                Some(o.id)
+            }
+            _ => None,
+        });
+        let Some(target) = target else {
+            continue;
+        };
+        let history = edit_reads(&run.history, |op, records| {
+            let mut records = records.to_vec();
+            if op == target {
+                records.remove(1);
+            }
+            records
+        });
+        let report = check(&history, &log, &CheckOptions::default());
+        assert!(report.has(AnomalyKind::PollSkip), "seed {seed}");
+        assert!(!report.has(AnomalyKind::NonmonotonicPoll), "seed {seed}");
+        assert_eq!(report.count(AnomalyKind::PollSkip), 1, "seed {seed}");
+        caught += 1;
+    }
+    assert!(caught > SEEDS / 4, "only {caught} seeds had a read to cut");
 }

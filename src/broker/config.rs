@@ -50,14 +50,10 @@ pub struct Endpoint {
     pub port: u16,
 }
 
-/// How a record's timestamp is set (`message.timestamp.type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimestampType {
-    /// The producer's timestamp is kept, within the before/after bounds.
-    CreateTime,
-    /// The broker overwrites the batch's timestamp with its own clock at append.
-    LogAppendTime,
-}
+/// How a record's timestamp is set (`message.timestamp.type`): the producer's CreateTime,
+/// kept within the before/after bounds, or the broker's LogAppendTime, stamped at append. The
+/// log's validator owns the type; it is re-exported here under the config's name.
+pub use crate::log::validator::TimestampType;
 
 /// The node's settings, named after Kafka's broker configs (units last).
 #[derive(Clone, Debug)]

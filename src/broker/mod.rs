@@ -8,6 +8,7 @@
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
 pub mod config;
+pub mod meta;
 // @core
 pub mod handlers;
 pub mod partition;
@@ -16,12 +17,14 @@ pub mod topics;
 
 use std::sync::Arc;
 
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use crate::broker::config::BrokerConfig;
+use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
 use crate::rt::clock::Clock;
-use crate::rt::disk::Disk;
+use crate::rt::disk::{DirLock, Disk};
+use crate::rt::time::{self, Duration};
 
 /// Why the broker could not start.
 #[derive(Debug)]
@@ -58,7 +61,18 @@ pub struct Broker {
     pub clock: Clock,
     /// Fired on every high watermark advance of any partition; waiting fetches re-check.
     pub data_arrived: Arc<Notify>,
+    /// Set when a partition log fails with an IO error; the broker's owner then stops it.
+    pub health: Arc<LogDirHealth>,
+    /// Held while the broker lives: no second process opens the same log directory.
+    _lock: DirLock,
 }
+
+/// How often the background task looks for page-cache logs due a flush (the granularity
+/// of `flush.ms`).
+pub const FLUSH_CHECK_INTERVAL_MS: u64 = 50;
+
+/// Kafka's lock file in a log directory.
+pub const LOCK_FILE: &str = ".lock";
 
 impl Broker {
     /// Opens the node's data: `disk` is rooted at the log directory.
@@ -68,14 +82,27 @@ impl Broker {
         clock: Clock,
     ) -> Result<Arc<Broker>, BrokerError> {
         let config = Arc::new(config);
-        let cluster_id = load_cluster_id(&disk, &config).await?;
+        let lock = disk
+            .lock(LOCK_FILE)
+            .await
+            .map_err(|source| BrokerError::Io {
+                op: "lock",
+                path: LOCK_FILE.to_string(),
+                source,
+            })?;
+        let cluster_id = meta::load_or_create(&disk, "", config.node_id)
+            .await
+            .map_err(|e| BrokerError::Meta(e.to_string()))?
+            .cluster_id;
         let data_arrived = Arc::new(Notify::new());
+        let health = Arc::new(LogDirHealth::default());
         let topics = Topics::open(
             disk,
             "",
             config.clone(),
             clock.clone(),
             data_arrived.clone(),
+            health.clone(),
         )
         .await
         .map_err(BrokerError::Topics)?;
@@ -86,52 +113,29 @@ impl Broker {
             topics,
             clock,
             data_arrived,
+            health,
+            _lock: lock,
         }))
+    }
+
+    /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
+    /// `flush.ms` has passed). A failure is reported through [`Broker::health`].
+    pub async fn run_background(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return,
+                _ = time::sleep(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS)) => {}
+            }
+            for partition in self.topics.partitions().await {
+                // Errors are reported through the health flag; deleted partitions are skipped.
+                let _ = partition.flush_if_due().await;
+            }
+        }
     }
 
     /// Closes every log cleanly, so the next start skips recovery.
     pub async fn close(&self) -> Result<(), BrokerError> {
         self.topics.close().await.map_err(BrokerError::Topics)
     }
-}
-
-/// Interim: the cluster id kept in `meta.properties` (the full KRaft format lands with the
-/// configuration module).
-async fn load_cluster_id(disk: &Disk, config: &BrokerConfig) -> Result<String, BrokerError> {
-    const META: &str = "meta.properties";
-    let io = |op: &'static str| {
-        move |source| BrokerError::Io {
-            op,
-            path: META.to_string(),
-            source,
-        }
-    };
-    if disk.exists(META).await.map_err(io("stat"))? {
-        let bytes = disk.read_file(META).await.map_err(io("read"))?;
-        let text = String::from_utf8_lossy(&bytes);
-        let value = |key: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
-        };
-        let cluster_id =
-            value("cluster.id").ok_or(BrokerError::Meta("cluster.id is missing".into()))?;
-        let node_id = value("node.id").ok_or(BrokerError::Meta("node.id is missing".into()))?;
-        if node_id != config.node_id.to_string() {
-            return Err(BrokerError::Meta(format!(
-                "node.id {node_id} in meta.properties differs from the configured node.id {}",
-                config.node_id
-            )));
-        }
-        return Ok(cluster_id);
-    }
-    let id = crate::protocol::wire::Uuid::v4_from([
-        crate::rt::rand::random_u64(),
-        crate::rt::rand::random_u64(),
-    ])
-    .to_base64();
-    let text = format!("version=1\ncluster.id={id}\nnode.id={}\n", config.node_id);
-    disk.write_file_atomic(META, text.as_bytes())
-        .await
-        .map_err(io("write"))?;
-    Ok(id)
 }

@@ -48,6 +48,41 @@ impl std::fmt::Display for PartitionError {
 
 impl std::error::Error for PartitionError {}
 
+/// Shared by every partition of a log directory: set when one of their logs fails with an
+/// IO error. Kafka stops a broker whose only log directory failed; the owner of the broker
+/// (the `samsa broker` command, the simulated node) waits on it and exits.
+#[derive(Debug, Default)]
+pub struct LogDirHealth {
+    failed: AtomicBool,
+    notify: Notify,
+}
+
+impl LogDirHealth {
+    pub fn fail(&self, why: &str) {
+        if !self.failed.swap(true, Ordering::AcqRel) {
+            tracing::error!("log directory failed: {why}");
+        }
+        self.notify.notify_waiters();
+    }
+
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+
+    /// Returns once the log directory has failed.
+    pub async fn failed(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.has_failed() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
 /// Where the high watermark bounds a read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadBound {
@@ -71,6 +106,7 @@ pub struct Partition {
     deleted: AtomicBool,
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
+    health: Arc<LogDirHealth>,
 }
 
 impl Partition {
@@ -81,6 +117,7 @@ impl Partition {
         log: Arc<Log>,
         config: TopicConfig,
         data_arrived: Arc<Notify>,
+        health: Arc<LogDirHealth>,
     ) -> Partition {
         // After recovery everything in the log is on disk (recovery only keeps what it read
         // back), so all of it may be served.
@@ -95,6 +132,7 @@ impl Partition {
             high_watermark: AtomicI64::new(high_watermark),
             deleted: AtomicBool::new(false),
             data_arrived,
+            health,
         }
     }
 
@@ -145,6 +183,10 @@ impl Partition {
     }
 
     fn log_error(&self, source: LogError) -> PartitionError {
+        if matches!(source, LogError::Io { .. } | LogError::Offline { .. }) && !self.is_deleted() {
+            self.health
+                .fail(&format!("{}-{}: {source}", self.topic, self.index));
+        }
         PartitionError::Log {
             topic: self.topic.clone(),
             partition: self.index,
@@ -213,6 +255,17 @@ impl Partition {
             .read(offset, max_bytes, max_offset)
             .await
             .map_err(|e| self.log_error(e))
+    }
+
+    /// Syncs in page-cache mode when `flush.ms` has passed (Kafka's log flusher).
+    pub async fn flush_if_due(&self) -> Result<(), PartitionError> {
+        self.check_live()?;
+        self.log
+            .flush_if_due()
+            .await
+            .map_err(|e| self.log_error(e))?;
+        // Nothing to advance: page-cache mode acknowledges at append.
+        Ok(())
     }
 
     /// The first offset whose batch has a timestamp at or after `timestamp`, if any.

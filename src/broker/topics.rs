@@ -17,7 +17,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, RwLock};
 
 use crate::broker::config::{BrokerConfig, TopicConfig};
-use crate::broker::partition::Partition;
+use crate::broker::partition::{LogDirHealth, Partition};
 use crate::log::{Log, LogError};
 use crate::protocol::wire::Uuid;
 use crate::rt::clock::Clock;
@@ -271,6 +271,7 @@ pub struct Topics {
     clock: Clock,
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     data_arrived: Arc<Notify>,
+    health: Arc<LogDirHealth>,
 }
 
 impl Topics {
@@ -282,6 +283,7 @@ impl Topics {
         broker: Arc<BrokerConfig>,
         clock: Clock,
         data_arrived: Arc<Notify>,
+        health: Arc<LogDirHealth>,
     ) -> Result<Topics, TopicError> {
         let topics_dir = disk::join(dir, TOPICS_DIR);
         disk.create_dir_all(&topics_dir)
@@ -316,8 +318,16 @@ impl Topics {
                     reason,
                 })?;
             validate_name(name)?;
-            let topic =
-                open_topic(&disk, dir, &broker, &clock, &data_arrived, name, record).await?;
+            let topic = open_topic(
+                &disk,
+                dir,
+                &broker,
+                &clock,
+                (&data_arrived, &health),
+                name,
+                record,
+            )
+            .await?;
             loaded.insert(name.to_string(), Arc::new(topic));
         }
         // Remove partition directories of topics that do not exist (or partitions beyond a
@@ -347,6 +357,7 @@ impl Topics {
             clock,
             topics: RwLock::new(loaded),
             data_arrived,
+            health,
         })
     }
 
@@ -457,7 +468,7 @@ impl Topics {
             &self.dir,
             &self.broker,
             &self.clock,
-            &self.data_arrived,
+            (&self.data_arrived, &self.health),
             &new.name,
             record.clone(),
         )
@@ -522,6 +533,16 @@ impl Topics {
         Ok(topic)
     }
 
+    /// Every partition of every topic.
+    pub async fn partitions(&self) -> Vec<Arc<Partition>> {
+        self.topics
+            .read()
+            .await
+            .values()
+            .flat_map(|t| t.partitions.iter().cloned())
+            .collect()
+    }
+
     /// Closes every partition's log cleanly (flush, checkpoint, clean-shutdown marker).
     pub async fn close(&self) -> Result<(), TopicError> {
         let topics = self.topics.read().await;
@@ -554,7 +575,7 @@ async fn open_topic(
     dir: &str,
     broker: &BrokerConfig,
     clock: &Clock,
-    data_arrived: &Arc<Notify>,
+    (data_arrived, health): (&Arc<Notify>, &Arc<LogDirHealth>),
     name: &str,
     record: TopicRecord,
 ) -> Result<Topic, TopicError> {
@@ -607,6 +628,7 @@ async fn open_topic(
             log,
             config.clone(),
             data_arrived.clone(),
+            health.clone(),
         )));
     }
     Ok(Topic {

@@ -99,7 +99,6 @@ pub fn main(args: &[String]) -> ExitCode {
     match runtime.block_on(run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("{e}");
             eprintln!("samsa broker: {e}");
             ExitCode::FAILURE
         }
@@ -125,11 +124,21 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
         .map_err(|e| format!("listening on {address}: {e}"))?;
     tracing::info!(listener = %bound, log_dir = %log_dir, "samsa broker listening");
     let (stop, stopped) = watch::channel(false);
-    let serving = crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stopped));
-    let signal = wait_for_signal().await;
-    tracing::info!("{signal}: shutting down");
+    let serving =
+        crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stopped.clone()));
+    let background = crate::rt::task::spawn(Arc::clone(&broker).run_background(stopped));
+    tokio::select! {
+        biased;
+        _ = broker.health.failed() => {
+            // Kafka halts a broker whose only log directory failed: recovery at the next
+            // start is the safe way back, a clean close is not possible.
+            return Err("stopping: the log directory failed (see the error above); restart to recover".to_string());
+        }
+        signal = wait_for_signal() => tracing::info!("{signal}: shutting down"),
+    }
     let _ = stop.send(true);
     let _ = serving.await;
+    let _ = background.await;
     broker
         .close()
         .await

@@ -1,5 +1,29 @@
 //! The Rust client: connections to brokers, metadata, producing with acks and retries, and
 //! fetching. It depends only on `protocol` and `rt`, so it runs under real tokio and under
 //! the simulator alike.
+//!
+//! - `connection`: one broker connection: framing, correlation ids, timeouts, the response
+//!   size limit, and API version negotiation (ApiVersions with KIP-511's fallback).
+//! - `cluster`: [`Client`]: the metadata cache, leader lookup, admin requests, ListOffsets,
+//!   Produce with retries (and "unknown outcome" reporting) and Fetch.
+//! - `records`: owned [`ConsumedRecord`]s from fetched bytes.
+//! - `producer`: building batches from records.
+//! - `error`: [`ClientError`].
 
 // @client-modules
+pub mod cluster;
+pub mod connection;
+pub mod error;
+pub mod producer;
+pub mod records;
+#[cfg(all(test, feature = "sim"))]
+mod sim_tests;
+
+pub use cluster::{
+    Client, ClientConfig, FetchOptions, Fetched, NewTopic, PartitionMetadata, ProduceAck,
+    TopicMetadata,
+};
+pub use connection::{Connection, ConnectionLimits};
+pub use error::ClientError;
+pub use producer::{build_batch, send_batch, ProducerRecord};
+pub use records::{ConsumedRecord, ConsumedRecords};

@@ -23,6 +23,7 @@
 mod index;
 mod recovery;
 pub mod segment;
+pub mod validator;
 
 pub use recovery::RecoveryReport;
 

@@ -519,7 +519,7 @@ pub fn validate_with_limit(buf: &[u8], max_decompressed: usize) -> Result<BatchH
     };
     check_count_fits(&header, region.len())?;
 
-    let mut cursor = Cursor::new(header.records_count);
+    let mut cursor = Cursor::new(header.records_count, false);
     let mut expected_delta: i32 = 0;
     let mut max_seen: Option<i64> = None;
     while let Some(next) = cursor.next_raw(region) {
@@ -730,7 +730,7 @@ pub fn records_with_limit(
     };
     Ok(RecordIter {
         records: region,
-        cursor: Cursor::new(header.records_count),
+        cursor: Cursor::new(header.records_count, true),
         base_offset: header.base_offset,
         base_timestamp: header.base_timestamp,
         log_append_time,
@@ -811,8 +811,9 @@ impl Iterator for RecordIter {
     }
 }
 
-/// Walks the records region of a batch, shared by [`validate`] (which wants the raw deltas) and
-/// [`RecordIter`] (which wants absolute values). It stops after the first error.
+/// Walks the records region of a batch, shared by [`validate`] and [`scan_records`] (which
+/// want the raw deltas) and [`RecordIter`] (which wants absolute values). It stops after the
+/// first error.
 #[derive(Clone, Debug)]
 struct Cursor {
     pos: usize,
@@ -820,16 +821,20 @@ struct Cursor {
     count: usize,
     header_count: i32,
     done: bool,
+    /// Whether to keep the ranges of record headers. Validation checks the headers but does not
+    /// keep them, so that it allocates nothing per record.
+    keep_headers: bool,
 }
 
 impl Cursor {
-    fn new(records_count: i32) -> Cursor {
+    fn new(records_count: i32, keep_headers: bool) -> Cursor {
         Cursor {
             pos: 0,
             index: 0,
             count: usize::try_from(records_count).unwrap_or(0),
             header_count: records_count,
             done: false,
+            keep_headers,
         }
     }
 
@@ -853,7 +858,7 @@ impl Cursor {
             }));
         }
         let index = self.index;
-        match decode_record(region, &mut self.pos, index) {
+        match decode_record(region, &mut self.pos, index, self.keep_headers) {
             Ok(raw) => {
                 self.index += 1;
                 Some(Ok((index, raw)))
@@ -863,6 +868,54 @@ impl Cursor {
                 Some(Err(err))
             }
         }
+    }
+}
+
+/// The fields of one record that a broker checks before appending it, read in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSummary {
+    /// The record's position in its batch, from 0.
+    pub index: usize,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    /// Whether the key is non-null (an empty key counts as present, as in Kafka).
+    pub has_key: bool,
+}
+
+/// Walks the records of a batch without allocating; see [`scan_records`].
+#[derive(Clone, Debug)]
+pub struct RecordScan<'a> {
+    region: &'a [u8],
+    cursor: Cursor,
+}
+
+/// Walks the `records_count` records in `region` (a batch's bytes after its header,
+/// decompressed if the batch is compressed), checking each record as [`validate`] does (lengths
+/// within bounds, varints well formed, UTF-8 header keys) and yielding what a broker needs to
+/// check next. It allocates nothing. After the last record, bytes left over are
+/// [`BatchError::TrailingBytes`]; a region that ends early is
+/// [`BatchError::RecordCountMismatch`]. It yields at most one `Err`, then stops.
+///
+/// Offset deltas and timestamps are not cross-checked: the caller does that with the values
+/// yielded.
+pub fn scan_records(region: &[u8], records_count: i32) -> RecordScan<'_> {
+    RecordScan {
+        region,
+        cursor: Cursor::new(records_count, false),
+    }
+}
+
+impl Iterator for RecordScan<'_> {
+    type Item = Result<RecordSummary, BatchError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.cursor.next_raw(self.region)?;
+        Some(item.map(|(index, raw)| RecordSummary {
+            index,
+            timestamp_delta: raw.timestamp_delta,
+            offset_delta: raw.offset_delta,
+            has_key: raw.key.is_some(),
+        }))
     }
 }
 
@@ -929,7 +982,14 @@ impl RecordReader<'_> {
     }
 }
 
-fn decode_record(region: &[u8], pos: &mut usize, index: usize) -> Result<RawRecord, BatchError> {
+/// Decodes the record at `pos`, checking every field. Header ranges are kept only if
+/// `keep_headers`; either way the headers are checked.
+fn decode_record(
+    region: &[u8],
+    pos: &mut usize,
+    index: usize,
+    keep_headers: bool,
+) -> Result<RawRecord, BatchError> {
     let bad = |reason| BatchError::InvalidRecord { index, reason };
     let mut start = *pos;
     let length = read_varint(region, &mut start)
@@ -963,7 +1023,11 @@ fn decode_record(region: &[u8], pos: &mut usize, index: usize) -> Result<RawReco
         usize::try_from(header_count).map_err(|_| bad("headers count is negative"))?;
     // Each header takes at least two bytes (an empty key's length and a null value's length),
     // which bounds the allocation by the bytes present rather than by the claimed count.
-    let mut headers = Vec::with_capacity(header_count.min(end.saturating_sub(r.pos) / 2));
+    let mut headers = if keep_headers {
+        Vec::with_capacity(header_count.min(end.saturating_sub(r.pos) / 2))
+    } else {
+        Vec::new()
+    };
     for _ in 0..header_count {
         let key_len = r.varint("headerKeyLength is truncated or malformed")?;
         let key_len = usize::try_from(key_len).map_err(|_| bad("headerKeyLength is negative"))?;
@@ -977,7 +1041,9 @@ fn decode_record(region: &[u8], pos: &mut usize, index: usize) -> Result<RawReco
             "headerValueLength is below -1",
             "header value runs past the record's length",
         )?;
-        headers.push((key, value));
+        if keep_headers {
+            headers.push((key, value));
+        }
     }
     if r.pos != end {
         return Err(bad("record length is longer than its fields"));

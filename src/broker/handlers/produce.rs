@@ -10,24 +10,44 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use crate::broker::handlers::{encode_response, partition_error_code, Reply};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
+use crate::log::validator::{self, ValidatorConfig};
 use crate::log::PendingAppend;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::produce::{
-    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
+    TopicProduceResponse,
 };
 use crate::protocol::record_batch;
 use crate::protocol::wire::Uuid;
 use crate::rt::time;
 
+/// Why one partition's records were refused.
+struct Failure {
+    code: ErrorCode,
+    message: Option<String>,
+    record_errors: Vec<BatchIndexAndErrorMessage>,
+}
+
+impl Failure {
+    fn new(code: ErrorCode, message: String) -> Failure {
+        Failure {
+            code,
+            message: Some(message),
+            record_errors: Vec::new(),
+        }
+    }
+}
+
 /// The outcome of the inline half for one partition.
 enum Started {
-    Appended(Arc<Partition>, PendingAppend),
-    Failed(ErrorCode, Option<String>),
+    /// Appended, with the LogAppendTime stamped into the batch if the topic uses it.
+    Appended(Arc<Partition>, PendingAppend, Option<i64>),
+    Failed(Failure),
 }
 
 struct TopicStarted {
@@ -55,17 +75,17 @@ pub async fn start(
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for data in topic.partition_data {
             let outcome = if !acks_valid {
-                Started::Failed(
+                Started::Failed(Failure::new(
                     ErrorCode::INVALID_REQUIRED_ACKS,
-                    Some(format!("acks {acks} is not one of -1, 0, 1")),
-                )
+                    format!("acks {acks} is not one of -1, 0, 1"),
+                ))
             } else if let Some(transactional_id) = &request.transactional_id {
-                Started::Failed(
+                Started::Failed(Failure::new(
                     ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    Some(format!(
+                    format!(
                         "transactions are not supported yet (transactional id '{transactional_id}')"
-                    )),
-                )
+                    ),
+                ))
             } else {
                 let partition = resolved.as_ref().and_then(|t| {
                     usize::try_from(data.index)
@@ -73,8 +93,12 @@ pub async fn start(
                         .and_then(|i| t.partitions.get(i).cloned())
                 });
                 match partition {
-                    None => Started::Failed(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, None),
-                    Some(partition) => append(broker, partition, data.records).await,
+                    None => Started::Failed(Failure {
+                        code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+                        message: None,
+                        record_errors: Vec::new(),
+                    }),
+                    Some(partition) => append(broker, version, partition, data.records).await,
                 }
             };
             partitions.push((data.index, outcome));
@@ -100,40 +124,67 @@ pub async fn start(
 
 async fn append(
     broker: &Arc<Broker>,
+    version: i16,
     partition: Arc<Partition>,
     records: Option<Bytes>,
 ) -> Started {
     let Some(records) = records.filter(|r| !r.is_empty()) else {
-        return Started::Failed(
-            ErrorCode::CORRUPT_MESSAGE,
-            Some("the partition's record set is empty or null".to_string()),
-        );
+        return Started::Failed(Failure::new(
+            ErrorCode::INVALID_RECORD,
+            "the partition's record set is empty or null".to_string(),
+        ));
     };
-    let max_message_bytes = partition.config().max_message_bytes;
-    for item in record_batch::batches(records.clone()) {
-        match item {
-            Ok((header, _)) if header.total_len() > max_message_bytes => {
-                return Started::Failed(
-                    ErrorCode::MESSAGE_TOO_LARGE,
-                    Some(format!(
-                        "a batch of {} bytes exceeds max.message.bytes {max_message_bytes}",
-                        header.total_len()
-                    )),
-                )
-            }
-            Ok(_) => {}
-            Err(e) => {
-                return Started::Failed(ErrorCode::CORRUPT_MESSAGE, Some(e.to_string()));
-            }
+    // Validation may stamp LogAppendTime into the batch, so it needs the bytes to itself; a
+    // slice of the request frame is shared, and copying one batch costs about a memcpy.
+    let mut buf = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+    let config = partition.config();
+    let topic_partition = format!("{}-{}", partition.topic, partition.index);
+    let validated = validator::validate_produce(
+        &mut buf,
+        &ValidatorConfig {
+            topic_partition: &topic_partition,
+            produce_version: version,
+            max_message_bytes: config.max_message_bytes,
+            timestamp_type: config.message_timestamp_type,
+            timestamp_before_max_ms: config.message_timestamp_before_max_ms,
+            timestamp_after_max_ms: config.message_timestamp_after_max_ms,
+            compacted: config.cleanup_policy.compacts(),
+            now_ms: broker.clock.now_ms(),
+            decompressed_bytes_max: record_batch::DECOMPRESSED_BATCH_BYTES_MAX,
+        },
+    );
+    let validated = match validated {
+        Ok(validated) => validated,
+        Err(e) => {
+            tracing::debug!(%topic_partition, error = %e, "produce refused by validation");
+            return Started::Failed(Failure {
+                code: e.code,
+                message: Some(e.message),
+                record_errors: e
+                    .record_errors
+                    .into_iter()
+                    .map(|r| BatchIndexAndErrorMessage {
+                        batch_index: r.batch_index,
+                        batch_index_error_message: r.message,
+                    })
+                    .collect(),
+            });
         }
+    };
+    if validated.is_transactional {
+        return Started::Failed(Failure::new(
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactional batches are not supported yet".to_string(),
+        ));
     }
-    let _ = broker;
-    match partition.append(records).await {
-        Ok(pending) => Started::Appended(partition, pending),
+    match partition.append(buf.freeze()).await {
+        Ok(pending) => Started::Appended(partition, pending, validated.log_append_time_ms),
         Err(e) => {
             let code = partition_error_code(&e);
             tracing::debug!(error = %e, %code, "produce refused");
-            Started::Failed(code, Some(e.to_string()))
+            Started::Failed(Failure::new(code, e.to_string()))
         }
     }
 }
@@ -144,14 +195,15 @@ async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse 
         let mut partition_responses = Vec::with_capacity(topic.partitions.len());
         for (index, outcome) in topic.partitions {
             let response = match outcome {
-                Started::Failed(code, message) => PartitionProduceResponse {
+                Started::Failed(failure) => PartitionProduceResponse {
                     index,
-                    error_code: code.code(),
+                    error_code: failure.code.code(),
                     base_offset: -1,
-                    error_message: message,
+                    error_message: failure.message,
+                    record_errors: failure.record_errors,
                     ..Default::default()
                 },
-                Started::Appended(partition, pending) => {
+                Started::Appended(partition, pending, log_append_time) => {
                     let waited = if timeout_ms == 0 {
                         Ok(partition.acknowledge(pending).await)
                     } else {
@@ -166,7 +218,7 @@ async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse 
                             index,
                             error_code: 0,
                             base_offset: info.base_offset,
-                            log_append_time_ms: -1,
+                            log_append_time_ms: log_append_time.unwrap_or(-1),
                             log_start_offset: partition.log_start_offset().await,
                             ..Default::default()
                         },

@@ -40,6 +40,12 @@ enum DiskKind {
     Mem(MemDisk),
 }
 
+/// An exclusive lock from [`Disk::lock`], released when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct DirLock {
+    _file: Option<std::fs::File>,
+}
+
 /// A handle to one disk (a root directory). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Disk {
@@ -169,6 +175,19 @@ impl Disk {
         match &self.kind {
             DiskKind::Real(d) => d.sync_dir(dir).await,
             DiskKind::Mem(d) => d.sync_dir(dir).await,
+        }
+    }
+
+    /// Locks `path` against other processes for as long as the returned guard lives (Kafka's
+    /// `.lock` in each log directory), so two brokers never open one directory. A simulated
+    /// disk belongs to one node and needs no lock.
+    pub async fn lock(&self, path: &str) -> io::Result<DirLock> {
+        check_path(path)?;
+        match &self.kind {
+            DiskKind::Real(d) => Ok(DirLock {
+                _file: Some(d.lock_exclusive(path)?),
+            }),
+            DiskKind::Mem(_) => Ok(DirLock { _file: None }),
         }
     }
 

@@ -35,6 +35,32 @@ impl RealDisk {
         })
     }
 
+    /// Takes an exclusive `flock` on `path` (created if missing), held while the returned
+    /// file stays open. Another process holding it makes this fail at once.
+    pub(super) fn lock_exclusive(&self, path: &str) -> io::Result<fs::File> {
+        use std::os::unix::io::AsRawFd;
+        let full = self.full(path);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&full)
+            .map_err(|e| with_path(&full, e))?;
+        // SAFETY: flock on a file descriptor this function owns; no memory is shared.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            return Err(io::Error::new(
+                err.kind(),
+                format!(
+                    "{}: locked by another process (is another broker using this directory?): {err}",
+                    full.display()
+                ),
+            ));
+        }
+        Ok(file)
+    }
+
     fn full(&self, path: &str) -> PathBuf {
         if path.is_empty() {
             self.root.to_path_buf()
