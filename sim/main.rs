@@ -96,11 +96,14 @@ fn same_seed_gives_identical_history_nemesis_and_disk() {
             "seed {seed} did too little to compare"
         );
         let (ra, rb) = (a.history.render(), b.history.render());
-        if std::env::var_os("SAMSA_SIM_DUMP").is_some() {
+        if ra != rb {
+            // Both renders, for a diff, next to the other failure dumps.
             #[allow(clippy::disallowed_methods)]
             {
-                let _ = std::fs::write(format!("/tmp/det-{seed}-a"), &ra);
-                let _ = std::fs::write(format!("/tmp/det-{seed}-b"), &rb);
+                let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-failures");
+                let _ = std::fs::create_dir_all(&dir);
+                let _ = std::fs::write(dir.join(format!("determinism-{seed}-first.history")), &ra);
+                let _ = std::fs::write(dir.join(format!("determinism-{seed}-second.history")), &rb);
             }
         }
         assert!(

@@ -66,7 +66,7 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let text = match &args.file {
         None => None,
-        Some(path) => match std::fs::read_to_string(path) {
+        Some(path) => match crate::rt::disk::read_host_file(path) {
             Ok(text) => Some(text),
             Err(e) => {
                 eprintln!("samsa broker: cannot read {path}: {e}");
