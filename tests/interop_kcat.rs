@@ -261,9 +261,17 @@ fn round_trip(codec: &str) {
 
     let codecs = stored_batch_codecs(broker.data_dir(), &topic);
     assert!(!codecs.is_empty(), "{topic}: no stored batch found");
+    // librdkafka sends a batch uncompressed when compressing it would not make it smaller
+    // (a batch of one or two records under a burst), so a few plain batches are allowed;
+    // what the broker must never do is re-encode: every other batch keeps the client's codec.
     assert!(
-        codecs.iter().all(|&c| c == codec_id(codec)),
-        "{topic}: stored batch codecs {:?}, expected {}",
+        codecs.iter().any(|&c| c == codec_id(codec)),
+        "{topic}: no stored batch uses codec {}",
+        codec_id(codec)
+    );
+    assert!(
+        codecs.iter().all(|&c| c == codec_id(codec) || c == 0),
+        "{topic}: stored batch codecs {:?}, expected {} (or none)",
         codecs.iter().collect::<BTreeSet<_>>(),
         codec_id(codec)
     );
