@@ -18,6 +18,7 @@ use samsa::log::validator::{validate_produce, TimestampType, ValidatorConfig};
 use samsa::protocol::fetch::{FetchResponse, FetchableTopicResponse, PartitionData};
 use samsa::protocol::produce::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use samsa::protocol::record_batch::BatchBuilder;
+use samsa::protocol::types::Offset;
 use samsa::protocol::wire::Reader;
 use std::hint::black_box;
 
@@ -63,7 +64,7 @@ fn fetch_response(records: Bytes) -> FetchResponse {
             topic: "bench".to_string(),
             partitions: vec![PartitionData {
                 partition_index: 0,
-                high_watermark: 1 << 20,
+                high_watermark: Offset(1 << 20),
                 records: Some(records),
                 ..Default::default()
             }],

@@ -29,6 +29,7 @@ use samsa::protocol::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use samsa::protocol::record_batch::{self, BatchBuilder};
+use samsa::protocol::types::{NodeId, Offset};
 use samsa::protocol::{request_header_version, response_header_version};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::Disk;
@@ -216,7 +217,7 @@ async fn produce(conn: &mut Conn, topic: &str, partition: i32, records: Bytes) -
         .call(9, &produce_request(topic, partition, -1, records))
         .await;
     let p = &response.responses[0].partition_responses[0];
-    (p.error_code, p.base_offset)
+    (p.error_code, p.base_offset.0)
 }
 
 fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
@@ -228,7 +229,7 @@ fn fetch_request(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> 
             topic: topic.to_string(),
             partitions: vec![FetchPartition {
                 partition,
-                fetch_offset: offset,
+                fetch_offset: Offset(offset),
                 partition_max_bytes: 1 << 20,
                 ..Default::default()
             }],
@@ -271,7 +272,7 @@ async fn list_offset(conn: &mut Conn, topic: &str, timestamp: i64) -> (i16, i64)
         .call(
             7,
             &ListOffsetsRequest {
-                replica_id: -1,
+                replica_id: NodeId(-1),
                 topics: vec![ListOffsetsTopic {
                     name: topic.to_string(),
                     partitions: vec![ListOffsetsPartition {
@@ -285,7 +286,7 @@ async fn list_offset(conn: &mut Conn, topic: &str, timestamp: i64) -> (i16, i64)
         )
         .await;
     let p = &response.topics[0].partitions[0];
-    (p.error_code, p.offset)
+    (p.error_code, p.offset.0)
 }
 
 fn code(name: ErrorCode) -> i16 {
@@ -369,7 +370,7 @@ async fn topic_creation_follows_kafkas_rules() {
     assert!(orders
         .partitions
         .iter()
-        .all(|p| p.leader_id == 1 && p.isr_nodes == [1]));
+        .all(|p| p.leader_id == NodeId(1) && p.isr_nodes == [NodeId(1)]));
     broker.stop().await;
 }
 

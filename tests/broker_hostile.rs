@@ -369,7 +369,7 @@ fn produce_raw(s: &mut TcpStream, topic: &str, batch: bytes::Bytes, cid: i32) ->
         .first()
         .and_then(|t| t.partition_responses.first())
         .expect("one partition in the Produce response");
-    (p.error_code, p.base_offset)
+    (p.error_code, p.base_offset.0)
 }
 
 /// A record batch whose CRC does not match its bytes is refused with CORRUPT_MESSAGE and

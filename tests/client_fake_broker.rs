@@ -30,6 +30,7 @@ use samsa::protocol::produce::{
 };
 use samsa::protocol::record_batch::{BatchBuilder, Compression};
 use samsa::protocol::response_header_version;
+use samsa::protocol::types::{NodeId, Offset};
 
 const API_VERSIONS: i16 = 18;
 const METADATA: i16 = 3;
@@ -206,9 +207,9 @@ fn metadata(seen: &Seen, port: i32) -> Bytes {
             name: t.name,
             partitions: vec![MetadataResponsePartition {
                 partition_index: 0,
-                leader_id: 1,
-                replica_nodes: vec![1],
-                isr_nodes: vec![1],
+                leader_id: NodeId(1),
+                replica_nodes: vec![NodeId(1)],
+                isr_nodes: vec![NodeId(1)],
                 ..MetadataResponsePartition::default()
             }],
             ..MetadataResponseTopic::default()
@@ -217,12 +218,12 @@ fn metadata(seen: &Seen, port: i32) -> Bytes {
     encode(
         &MetadataResponse {
             brokers: vec![MetadataResponseBroker {
-                node_id: 1,
+                node_id: NodeId(1),
                 host: "127.0.0.1".into(),
                 port,
                 rack: None,
             }],
-            controller_id: 1,
+            controller_id: NodeId(1),
             topics,
             ..MetadataResponse::default()
         },
@@ -257,8 +258,8 @@ fn produce_reply(seen: &Seen, error: ErrorCode, base_offset: i64) -> Action {
                 .map(|p| PartitionProduceResponse {
                     index: p.index,
                     error_code: error.0,
-                    base_offset,
-                    log_start_offset: 0,
+                    base_offset: Offset(base_offset),
+                    log_start_offset: Offset(0),
                     ..PartitionProduceResponse::default()
                 })
                 .collect(),
@@ -287,8 +288,8 @@ fn fetch_reply(seen: &Seen, records: Bytes, high_watermark: i64) -> Action {
                 .iter()
                 .map(|p| PartitionData {
                     partition_index: p.partition,
-                    high_watermark,
-                    log_start_offset: 0,
+                    high_watermark: Offset(high_watermark),
+                    log_start_offset: Offset(0),
                     records: Some(records.clone()),
                     ..PartitionData::default()
                 })
@@ -641,7 +642,7 @@ async fn client_fetches_and_skips_records_below_the_offset() {
             partition.fetch_offset,
             partition.partition_max_bytes
         ),
-        (0, 2, 1 << 16)
+        (0, Offset(2), 1 << 16)
     );
 }
 
@@ -783,7 +784,7 @@ async fn client_admin_requests_and_list_offsets() {
                                     partition_index: p.partition_index,
                                     // Echo the timestamp asked for, to check it went out.
                                     timestamp: p.timestamp,
-                                    offset: 99,
+                                    offset: Offset(99),
                                     ..ListOffsetsPartitionResponse::default()
                                 }],
                             }],

@@ -12,6 +12,7 @@
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::{Decodable, Encodable};
+use samsa::protocol::types::{LeaderEpoch, NodeId};
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{
     alter_configs as ac, create_partitions as cp, create_topics as ct, delete_records as dr,
@@ -256,7 +257,7 @@ fn protocol_produce_and_fetch_refuse_versions_outside_kafka_4() {
     );
     // A non-ignorable field absent from the version is refused, not dropped.
     let m = f::FetchRequest {
-        replica_id: 3,
+        replica_id: NodeId(3),
         ..f::FetchRequest::default()
     };
     let err = m.encode(&mut BytesMut::new(), 15).unwrap_err();
@@ -272,8 +273,8 @@ fn protocol_fetch_response_tagged_fields() {
             topic: "t".into(),
             partitions: vec![f::PartitionData {
                 current_leader: f::LeaderIdAndEpoch {
-                    leader_id: 2,
-                    leader_epoch: 5,
+                    leader_id: NodeId(2),
+                    leader_epoch: LeaderEpoch(5),
                 },
                 ..f::PartitionData::default()
             }],

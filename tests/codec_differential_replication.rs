@@ -28,6 +28,7 @@ use samsa::protocol::end_quorum_epoch::*;
 use samsa::protocol::fetch_snapshot::*;
 use samsa::protocol::list_partition_reassignments::*;
 use samsa::protocol::offset_for_leader_epoch::*;
+use samsa::protocol::types::NodeId;
 use samsa::protocol::vote::*;
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{api_info, request_header_version, response_header_version};
@@ -438,7 +439,7 @@ fn protocol_fixture_fetch_snapshot_tagged_fields() {
     // A response partition's current leader is tagged: written only when not the default.
     let mut p = FetchSnapshotResponsePartition::default();
     let plain = samsa_bytes_nested(&p);
-    p.current_leader.leader_id = 1;
+    p.current_leader.leader_id = NodeId(1);
     let tagged = samsa_bytes_nested(&p);
     assert_eq!(plain.last(), Some(&0));
     // One tagged field: tag 0, 9 bytes (two int32s and the struct's empty tagged section).
@@ -477,11 +478,14 @@ fn protocol_replication_refuses_fields_absent_from_version() {
 
     // An ignorable field is dropped silently instead.
     let m = VoteRequest {
-        voter_id: 7,
+        voter_id: NodeId(7),
         ..VoteRequest::default()
     };
     let b = samsa_bytes(&m, 0);
-    assert_eq!(VoteRequest::decode_exact(b, 0).unwrap().voter_id, -1);
+    assert_eq!(
+        VoteRequest::decode_exact(b, 0).unwrap().voter_id,
+        NodeId(-1)
+    );
 
     // AlterPartitionReassignments v0 cannot say that replication factor changes are refused.
     let m = AlterPartitionReassignmentsRequest {
@@ -499,7 +503,7 @@ fn protocol_replication_refuses_fields_absent_from_version() {
         topics: vec![AlterPartitionRequestTopic {
             topic_id: Uuid([1; 16]),
             partitions: vec![AlterPartitionRequestPartition {
-                new_isr: vec![1, 2],
+                new_isr: vec![NodeId(1), NodeId(2)],
                 ..AlterPartitionRequestPartition::default()
             }],
         }],

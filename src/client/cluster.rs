@@ -35,6 +35,7 @@ use crate::protocol::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use crate::protocol::record_batch::DECOMPRESSED_BATCH_BYTES_MAX;
+use crate::protocol::types::{NodeId, Offset};
 
 /// What a [`Client`] needs to know.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -363,13 +364,13 @@ impl Client {
         let brokers: BTreeMap<i32, String> = response
             .brokers
             .iter()
-            .map(|b| (b.node_id, format!("{}:{}", b.host, b.port)))
+            .map(|b| (b.node_id.0, format!("{}:{}", b.host, b.port)))
             .collect();
         // A connection to a node that moved or left is no longer the node's.
         self.connections
             .retain(|id, conn| brokers.get(id).is_some_and(|addr| addr == conn.addr()));
         self.brokers = brokers;
-        self.controller_id = response.controller_id;
+        self.controller_id = response.controller_id.0;
         for topic in response.topics {
             let Some(name) = topic.name else { continue };
             let partitions = topic
@@ -381,10 +382,10 @@ impl Client {
                         PartitionMetadata {
                             partition: p.partition_index,
                             error: ErrorCode(p.error_code),
-                            leader_id: p.leader_id,
-                            leader_epoch: p.leader_epoch,
-                            replicas: p.replica_nodes,
-                            isr: p.isr_nodes,
+                            leader_id: p.leader_id.0,
+                            leader_epoch: p.leader_epoch.0,
+                            replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
+                            isr: p.isr_nodes.iter().map(|n| n.0).collect(),
                         },
                     )
                 })
@@ -561,16 +562,16 @@ impl Client {
                     return Err(kafka(p.error_code, p.error_message.clone()));
                 }
                 Ok(PartitionReply::Produce(ProduceAck {
-                    base_offset: p.base_offset,
+                    base_offset: p.base_offset.0,
                     log_append_time: p.log_append_time_ms,
-                    log_start_offset: p.log_start_offset,
+                    log_start_offset: p.log_start_offset.0,
                 }))
             }
             PartitionOp::Fetch { offset, options } => {
                 let api_key = FetchRequest::API_KEY;
                 let version = conn.version_for(api_key)?;
                 let request = FetchRequest {
-                    replica_id: -1,
+                    replica_id: NodeId::NONE,
                     max_wait_ms: options.max_wait_ms,
                     min_bytes: options.min_bytes,
                     max_bytes: options.max_bytes,
@@ -581,7 +582,7 @@ impl Client {
                         topic: topic.to_owned(),
                         partitions: vec![FetchPartition {
                             partition,
-                            fetch_offset: *offset,
+                            fetch_offset: Offset(*offset),
                             partition_max_bytes: options.partition_max_bytes,
                             ..FetchPartition::default()
                         }],
@@ -612,9 +613,9 @@ impl Client {
                     return Err(kafka(p.error_code, None));
                 }
                 Ok(PartitionReply::Fetch(Fetched {
-                    high_watermark: p.high_watermark,
-                    last_stable_offset: p.last_stable_offset,
-                    log_start_offset: p.log_start_offset,
+                    high_watermark: p.high_watermark.0,
+                    last_stable_offset: p.last_stable_offset.0,
+                    log_start_offset: p.log_start_offset.0,
                     records: p.records.unwrap_or_default(),
                     error: ErrorCode(p.error_code),
                 }))
@@ -623,7 +624,7 @@ impl Client {
                 let api_key = ListOffsetsRequest::API_KEY;
                 let version = conn.version_for(api_key)?;
                 let request = ListOffsetsRequest {
-                    replica_id: -1,
+                    replica_id: NodeId::NONE,
                     isolation_level: 0,
                     topics: vec![ListOffsetsTopic {
                         name: topic.to_owned(),
@@ -646,7 +647,7 @@ impl Client {
                 if p.error_code != 0 {
                     return Err(kafka(p.error_code, None));
                 }
-                Ok(PartitionReply::ListOffsets(p.offset, p.timestamp))
+                Ok(PartitionReply::ListOffsets(p.offset.0, p.timestamp))
             }
         }
     }
@@ -954,24 +955,24 @@ mod tests {
     fn client_metadata_cache_answers_leaders_and_names_missing_ones() {
         let response = MetadataResponse {
             brokers: vec![MetadataResponseBroker {
-                node_id: 1,
+                node_id: NodeId(1),
                 host: "h1".into(),
                 port: 9092,
                 rack: None,
             }],
-            controller_id: 1,
+            controller_id: NodeId(1),
             topics: vec![
                 MetadataResponseTopic {
                     name: Some("t".into()),
                     partitions: vec![
                         MetadataResponsePartition {
                             partition_index: 0,
-                            leader_id: 1,
+                            leader_id: NodeId(1),
                             ..MetadataResponsePartition::default()
                         },
                         MetadataResponsePartition {
                             partition_index: 1,
-                            leader_id: -1,
+                            leader_id: NodeId(-1),
                             ..MetadataResponsePartition::default()
                         },
                     ],

@@ -24,6 +24,7 @@ use crate::protocol::produce::{
 };
 use crate::protocol::record_batch::BatchBuilder;
 use crate::protocol::response_header_version;
+use crate::protocol::types::{NodeId, Offset};
 
 const BROKER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
@@ -79,7 +80,7 @@ async fn broker(drop_first: usize, produces: Arc<AtomicUsize>) {
                             .map(|t| MetadataResponseTopic {
                                 name: t.name,
                                 partitions: vec![MetadataResponsePartition {
-                                    leader_id: 1,
+                                    leader_id: NodeId(1),
                                     ..MetadataResponsePartition::default()
                                 }],
                                 ..MetadataResponseTopic::default()
@@ -88,7 +89,7 @@ async fn broker(drop_first: usize, produces: Arc<AtomicUsize>) {
                         encode(
                             &MetadataResponse {
                                 brokers: vec![MetadataResponseBroker {
-                                    node_id: 1,
+                                    node_id: NodeId(1),
                                     host: BROKER_IP.to_string(),
                                     port: i32::from(PORT),
                                     rack: None,
@@ -112,7 +113,7 @@ async fn broker(drop_first: usize, produces: Arc<AtomicUsize>) {
                             .map(|t| TopicProduceResponse {
                                 name: t.name.clone(),
                                 partition_responses: vec![PartitionProduceResponse {
-                                    base_offset: i64::try_from(n).unwrap_or(-1),
+                                    base_offset: Offset(i64::try_from(n).unwrap_or(-1)),
                                     ..PartitionProduceResponse::default()
                                 }],
                                 ..TopicProduceResponse::default()

@@ -16,7 +16,7 @@ message! {
         flexible: (0+),
         fields {
             /// The id of the requesting broker.
-            broker_id: kt::Int32, versions(0+);
+            broker_id: kt::NodeId, versions(0+);
             /// The epoch of the requesting broker.
             broker_epoch: kt::Int64 = -1, versions(0+);
             /// The topics.
@@ -50,9 +50,9 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The leader epoch of the requesting leader.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
             /// The requested ISR (up to v2).
-            new_isr: kt::Array<kt::Int32>, versions(0-2);
+            new_isr: kt::Array<kt::NodeId>, versions(0-2);
             /// The requested ISR with each member's broker epoch (v3+).
             new_isr_with_epochs: kt::Array<AlterPartitionBrokerState>, versions(3+);
             /// 0 recovered, 1 recovering (after an unclean election).
@@ -71,7 +71,7 @@ message! {
         flexible: (0+),
         fields {
             /// The broker id.
-            broker_id: kt::Int32, versions(3+);
+            broker_id: kt::NodeId, versions(3+);
             /// The broker's epoch, or -1 if unknown.
             broker_epoch: kt::Int64 = -1, versions(3+);
         }
@@ -123,11 +123,11 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The leader id.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
             /// The in-sync replicas.
-            isr: kt::Array<kt::Int32>, versions(0+);
+            isr: kt::Array<kt::NodeId>, versions(0+);
             /// 0 recovered, 1 recovering.
             leader_recovery_state: kt::Int8, versions(1+), flags(ignorable);
             /// The partition epoch.

@@ -50,7 +50,7 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The new replicas, or null to cancel a pending reassignment.
-            replicas: kt::NullableArray<kt::Int32> = None, versions(0+), nullable(0+);
+            replicas: kt::NullableArray<kt::NodeId> = None, versions(0+), nullable(0+);
         }
         tagged {}
     }

@@ -4,6 +4,7 @@
 //! directory ids and endpoints (the response's in a tagged field).
 
 use crate::message;
+use crate::protocol::types::NodeId;
 use crate::protocol::wire::kt;
 
 message! {
@@ -16,7 +17,7 @@ message! {
             /// The cluster id, or null.
             cluster_id: kt::NullableString = None, versions(0+), nullable(0+);
             /// The replica id of the voter receiving the request.
-            voter_id: kt::Int32 = -1, versions(1+), flags(ignorable);
+            voter_id: kt::NodeId = NodeId(-1), versions(1+), flags(ignorable);
             /// The topics (the metadata log's).
             topics: kt::Array<BeginQuorumEpochRequestTopic>, versions(0+);
             /// The endpoints of the leader.
@@ -53,9 +54,9 @@ message! {
             /// The directory id of the voter receiving the request.
             voter_directory_id: kt::Uuid, versions(1+), flags(ignorable);
             /// The id of the newly elected leader.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The epoch of the newly elected leader.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -123,9 +124,9 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The id of the current leader, or -1.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The latest known leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -138,7 +139,7 @@ message! {
         flexible: (1+),
         fields {
             /// The node id.
-            node_id: kt::Int32, versions(1+);
+            node_id: kt::NodeId, versions(1+);
             /// The node's host name.
             host: kt::String, versions(1+);
             /// The node's port.

@@ -15,11 +15,11 @@ message! {
         flexible: (0+),
         fields {
             /// The broker id.
-            broker_id: kt::Int32, versions(0+);
+            broker_id: kt::NodeId, versions(0+);
             /// The broker epoch.
             broker_epoch: kt::Int64 = -1, versions(0+);
             /// The highest metadata offset the broker has reached.
-            current_metadata_offset: kt::Int64, versions(0+);
+            current_metadata_offset: kt::Offset, versions(0+);
             /// Whether the broker wants to be fenced.
             want_fence: kt::Bool, versions(0+);
             /// Whether the broker wants to shut down.

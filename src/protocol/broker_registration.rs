@@ -14,7 +14,7 @@ message! {
         flexible: (0+),
         fields {
             /// The broker id.
-            broker_id: kt::Int32, versions(0+);
+            broker_id: kt::NodeId, versions(0+);
             /// The cluster id of the broker process.
             cluster_id: kt::String, versions(0+);
             /// The incarnation id of the broker process.

@@ -47,7 +47,7 @@ message! {
         flexible: (2+),
         fields {
             /// The brokers to place replicas on.
-            broker_ids: kt::Array<kt::Int32>, versions(0+);
+            broker_ids: kt::Array<kt::NodeId>, versions(0+);
         }
         tagged {}
     }

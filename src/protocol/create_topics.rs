@@ -52,7 +52,7 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The brokers to place replicas on.
-            broker_ids: kt::Array<kt::Int32>, versions(0+);
+            broker_ids: kt::Array<kt::NodeId>, versions(0+);
         }
         tagged {}
     }

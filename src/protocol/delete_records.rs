@@ -44,7 +44,7 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// Records before this offset are deleted; -1 means the high watermark.
-            offset: kt::Int64, versions(0+);
+            offset: kt::Offset, versions(0+);
         }
         tagged {}
     }
@@ -90,7 +90,7 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The partition's new low watermark.
-            low_watermark: kt::Int64, versions(0+);
+            low_watermark: kt::Offset, versions(0+);
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
         }

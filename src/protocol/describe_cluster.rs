@@ -2,6 +2,7 @@
 //! This module owns the request and response descriptions.
 
 use crate::message;
+use crate::protocol::types::NodeId;
 use crate::protocol::wire::kt;
 
 message! {
@@ -40,7 +41,7 @@ message! {
             /// The cluster id.
             cluster_id: kt::String, versions(0+);
             /// The controller's broker id, or -1.
-            controller_id: kt::Int32 = -1, versions(0+);
+            controller_id: kt::NodeId = NodeId(-1), versions(0+);
             /// Each broker.
             brokers: kt::Array<DescribeClusterBroker>, versions(0+);
             /// The cluster's authorized operations, as a bit field.
@@ -57,7 +58,7 @@ message! {
         flexible: (0+),
         fields {
             /// The broker id.
-            broker_id: kt::Int32, versions(0+);
+            broker_id: kt::NodeId, versions(0+);
             /// The host name.
             host: kt::String, versions(0+);
             /// The port.

@@ -96,11 +96,11 @@ message! {
             /// The error message, or null.
             error_message: kt::NullableString, versions(2+), nullable(2+), flags(ignorable);
             /// The id of the current leader, or -1.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The latest known leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
             /// The high watermark.
-            high_watermark: kt::Int64, versions(0+);
+            high_watermark: kt::Offset, versions(0+);
             /// The voters.
             current_voters: kt::Array<DescribeQuorumReplicaState>, versions(0+);
             /// The observers.
@@ -117,11 +117,11 @@ message! {
         flexible: (0+),
         fields {
             /// The replica id.
-            replica_id: kt::Int32, versions(0+);
+            replica_id: kt::NodeId, versions(0+);
             /// The replica's directory id.
             replica_directory_id: kt::Uuid, versions(2+);
             /// The last known log end offset of the replica.
-            log_end_offset: kt::Int64, versions(0+);
+            log_end_offset: kt::Offset, versions(0+);
             /// When the leader last received a fetch from the replica, or -1.
             last_fetch_timestamp: kt::Int64 = -1, versions(1+), flags(ignorable);
             /// When the replica was last caught up with the leader, or -1.
@@ -138,7 +138,7 @@ message! {
         flexible: (0+),
         fields {
             /// The node id.
-            node_id: kt::Int32, versions(2+);
+            node_id: kt::NodeId, versions(2+);
             /// The node's listeners.
             listeners: kt::Array<DescribeQuorumListener>, versions(2+);
         }

@@ -6,6 +6,7 @@
 //! means there is nothing more.
 
 use crate::message;
+use crate::protocol::types::LeaderEpoch;
 use crate::protocol::wire::kt;
 
 message! {
@@ -108,20 +109,20 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The leader id.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The leader epoch.
-            leader_epoch: kt::Int32 = -1, versions(0+), flags(ignorable);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(0+), flags(ignorable);
             /// All replicas.
-            replica_nodes: kt::Array<kt::Int32>, versions(0+);
+            replica_nodes: kt::Array<kt::NodeId>, versions(0+);
             /// The in-sync replicas.
-            isr_nodes: kt::Array<kt::Int32>, versions(0+);
+            isr_nodes: kt::Array<kt::NodeId>, versions(0+);
             /// The eligible leader replicas, or null.
-            eligible_leader_replicas: kt::NullableArray<kt::Int32> = None, versions(0+),
+            eligible_leader_replicas: kt::NullableArray<kt::NodeId> = None, versions(0+),
                 nullable(0+);
             /// The last known eligible leader replicas, or null.
-            last_known_elr: kt::NullableArray<kt::Int32> = None, versions(0+), nullable(0+);
+            last_known_elr: kt::NullableArray<kt::NodeId> = None, versions(0+), nullable(0+);
             /// The offline replicas.
-            offline_replicas: kt::Array<kt::Int32>, versions(0+), flags(ignorable);
+            offline_replicas: kt::Array<kt::NodeId>, versions(0+), flags(ignorable);
         }
         tagged {}
     }

@@ -51,11 +51,11 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The id of the resigning leader.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The epoch being ended.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
             /// The preferred successors, best first (v0).
-            preferred_successors: kt::Array<kt::Int32>, versions(0), flags(ignorable);
+            preferred_successors: kt::Array<kt::NodeId>, versions(0), flags(ignorable);
             /// The preferred candidates, best first (v1+).
             preferred_candidates: kt::Array<EndQuorumEpochReplicaInfo>, versions(1+),
                 flags(ignorable);
@@ -71,7 +71,7 @@ message! {
         flexible: (1+),
         fields {
             /// The candidate's replica id.
-            candidate_id: kt::Int32, versions(1+);
+            candidate_id: kt::NodeId, versions(1+);
             /// The candidate's directory id.
             candidate_directory_id: kt::Uuid, versions(1+);
         }
@@ -141,9 +141,9 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The id of the current leader, or -1.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The latest known leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -156,7 +156,7 @@ message! {
         flexible: (1+),
         fields {
             /// The node id.
-            node_id: kt::Int32, versions(1+);
+            node_id: kt::NodeId, versions(1+);
             /// The node's host name.
             host: kt::String, versions(1+);
             /// The node's port.

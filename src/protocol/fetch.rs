@@ -5,6 +5,7 @@
 //! in the response is written from segment bytes and stays an undecoded slice here.
 
 use crate::message;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::kt;
 
 message! {
@@ -15,7 +16,7 @@ message! {
         flexible: (12+),
         fields {
             /// The follower's broker id, or -1 for a consumer (moved to `replica_state` in v15).
-            replica_id: kt::Int32 = -1, versions(0-14);
+            replica_id: kt::NodeId = NodeId(-1), versions(0-14);
             /// The longest to wait for `min_bytes`, in milliseconds.
             max_wait_ms: kt::Int32, versions(0+);
             /// The fewest bytes to accumulate before answering.
@@ -52,7 +53,7 @@ message! {
         flexible: (12+),
         fields {
             /// The follower's replica id, or -1 for a consumer.
-            replica_id: kt::Int32 = -1, versions(15+);
+            replica_id: kt::NodeId = NodeId(-1), versions(15+);
             /// The follower's broker epoch, or -1.
             replica_epoch: kt::Int64 = -1, versions(15+);
         }
@@ -86,13 +87,13 @@ message! {
             /// The partition index.
             partition: kt::Int32, versions(0+);
             /// The fetcher's current leader epoch.
-            current_leader_epoch: kt::Int32 = -1, versions(9+), flags(ignorable);
+            current_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(9+), flags(ignorable);
             /// The offset to fetch from.
-            fetch_offset: kt::Int64, versions(0+);
+            fetch_offset: kt::Offset, versions(0+);
             /// The epoch of the last fetched record, or -1.
-            last_fetched_epoch: kt::Int32 = -1, versions(12+);
+            last_fetched_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(12+);
             /// The follower's log start offset (followers only).
-            log_start_offset: kt::Int64 = -1, versions(5+), flags(ignorable);
+            log_start_offset: kt::Offset = Offset(-1), versions(5+), flags(ignorable);
             /// The most bytes to return from this partition (KIP-74).
             partition_max_bytes: kt::Int32, versions(0+);
         }
@@ -100,7 +101,7 @@ message! {
             /// The follower's log directory id.
             0 => replica_directory_id: kt::Uuid, versions(17+), flags(ignorable);
             /// The high watermark the follower knows; -1 unknown, i64::MAX unsupported.
-            1 => high_watermark: kt::Int64 = i64::MAX, versions(18+), flags(ignorable);
+            1 => high_watermark: kt::Offset = Offset(i64::MAX), versions(18+), flags(ignorable);
         }
     }
 }
@@ -173,16 +174,16 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The high watermark.
-            high_watermark: kt::Int64, versions(0+);
+            high_watermark: kt::Offset, versions(0+);
             /// The last stable offset.
-            last_stable_offset: kt::Int64 = -1, versions(4+), flags(ignorable);
+            last_stable_offset: kt::Offset = Offset(-1), versions(4+), flags(ignorable);
             /// The log start offset.
-            log_start_offset: kt::Int64 = -1, versions(5+), flags(ignorable);
+            log_start_offset: kt::Offset = Offset(-1), versions(5+), flags(ignorable);
             /// The aborted transactions in the returned range, or null.
             aborted_transactions: kt::NullableArray<AbortedTransaction>, versions(4+),
                 nullable(4+), flags(ignorable);
             /// The replica to fetch from instead, or -1.
-            preferred_read_replica: kt::Int32 = -1, versions(11+);
+            preferred_read_replica: kt::NodeId = NodeId(-1), versions(11+);
             /// The record batches, undecoded.
             records: kt::Records, versions(0+), nullable(0+);
         }
@@ -204,9 +205,9 @@ message! {
         flexible: (12+),
         fields {
             /// The epoch.
-            epoch: kt::Int32 = -1, versions(12+);
+            epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(12+);
             /// The end offset of the epoch.
-            end_offset: kt::Int64 = -1, versions(12+);
+            end_offset: kt::Offset = Offset(-1), versions(12+);
         }
         tagged {}
     }
@@ -219,9 +220,9 @@ message! {
         flexible: (12+),
         fields {
             /// The leader's broker id, or -1.
-            leader_id: kt::Int32 = -1, versions(12+);
+            leader_id: kt::NodeId = NodeId(-1), versions(12+);
             /// The leader epoch, or -1.
-            leader_epoch: kt::Int32 = -1, versions(12+);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(12+);
         }
         tagged {}
     }
@@ -234,9 +235,9 @@ message! {
         flexible: (12+),
         fields {
             /// The snapshot's end offset.
-            end_offset: kt::Int64 = -1, versions(0+);
+            end_offset: kt::Offset = Offset(-1), versions(0+);
             /// The snapshot's epoch.
-            epoch: kt::Int32 = -1, versions(0+);
+            epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(0+);
         }
         tagged {}
     }
@@ -249,9 +250,9 @@ message! {
         flexible: (12+),
         fields {
             /// The producer id.
-            producer_id: kt::Int64, versions(4+);
+            producer_id: kt::ProducerId, versions(4+);
             /// The first offset of the transaction.
-            first_offset: kt::Int64, versions(4+);
+            first_offset: kt::Offset, versions(4+);
         }
         tagged {}
     }
@@ -264,7 +265,7 @@ message! {
         flexible: (12+),
         fields {
             /// The broker id.
-            node_id: kt::Int32, versions(16+);
+            node_id: kt::NodeId, versions(16+);
             /// The host name.
             host: kt::String, versions(16+);
             /// The port.

@@ -9,6 +9,7 @@
 use bytes::Bytes;
 
 use crate::message;
+use crate::protocol::types::NodeId;
 use crate::protocol::wire::kt;
 
 message! {
@@ -19,7 +20,7 @@ message! {
         flexible: (0+),
         fields {
             /// The id of the requesting replica.
-            replica_id: kt::Int32 = -1, versions(0+);
+            replica_id: kt::NodeId = NodeId(-1), versions(0+);
             /// The most bytes to return.
             max_bytes: kt::Int32 = i32::MAX, versions(0+);
             /// The topics.
@@ -56,7 +57,7 @@ message! {
             /// The partition index.
             partition: kt::Int32, versions(0+);
             /// The leader epoch the requester knows.
-            current_leader_epoch: kt::Int32, versions(0+);
+            current_leader_epoch: kt::LeaderEpoch, versions(0+);
             /// The snapshot.
             snapshot_id: SnapshotId, versions(0+);
             /// The byte position within the snapshot to fetch from.
@@ -76,9 +77,9 @@ message! {
         flexible: (0+),
         fields {
             /// The end offset.
-            end_offset: kt::Int64, versions(0+);
+            end_offset: kt::Offset, versions(0+);
             /// The epoch.
-            epoch: kt::Int32, versions(0+);
+            epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -153,9 +154,9 @@ message! {
         flexible: (0+),
         fields {
             /// The id of the current leader, or -1.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The latest known leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -168,7 +169,7 @@ message! {
         flexible: (0+),
         fields {
             /// The node id.
-            node_id: kt::Int32, versions(1+);
+            node_id: kt::NodeId, versions(1+);
             /// The node's host name.
             host: kt::String, versions(1+);
             /// The node's port.

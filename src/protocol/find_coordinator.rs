@@ -37,7 +37,7 @@ message! {
             /// The error message, or null (v1-3).
             error_message: kt::NullableString, versions(1-3), nullable(1-3), flags(ignorable);
             /// The coordinator's broker id (v0-3).
-            node_id: kt::Int32, versions(0-3);
+            node_id: kt::NodeId, versions(0-3);
             /// The coordinator's host name (v0-3).
             host: kt::String, versions(0-3);
             /// The coordinator's port (v0-3).
@@ -58,7 +58,7 @@ message! {
             /// The key.
             key: kt::String, versions(4+);
             /// The coordinator's broker id.
-            node_id: kt::Int32, versions(4+);
+            node_id: kt::NodeId, versions(4+);
             /// The coordinator's host name.
             host: kt::String, versions(4+);
             /// The coordinator's port.

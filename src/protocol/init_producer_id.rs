@@ -4,6 +4,7 @@
 //! KIP-939) is still marked unstable and is not described; the response's v6 is.
 
 use crate::message;
+use crate::protocol::types::{ProducerEpoch, ProducerId};
 use crate::protocol::wire::kt;
 
 message! {
@@ -18,9 +19,9 @@ message! {
             /// How long an idle transaction may stay open, in milliseconds.
             transaction_timeout_ms: kt::Int32, versions(0+);
             /// The current producer id, or -1.
-            producer_id: kt::Int64 = -1, versions(3+);
+            producer_id: kt::ProducerId = ProducerId(-1), versions(3+);
             /// The current producer epoch, or -1.
-            producer_epoch: kt::Int16 = -1, versions(3+);
+            producer_epoch: kt::ProducerEpoch = ProducerEpoch(-1), versions(3+);
         }
         tagged {}
     }
@@ -38,13 +39,13 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The producer id.
-            producer_id: kt::Int64 = -1, versions(0+);
+            producer_id: kt::ProducerId = ProducerId(-1), versions(0+);
             /// The producer epoch.
-            producer_epoch: kt::Int16, versions(0+);
+            producer_epoch: kt::ProducerEpoch, versions(0+);
             /// The producer id of an ongoing prepared transaction, or -1.
-            ongoing_txn_producer_id: kt::Int64 = -1, versions(6+);
+            ongoing_txn_producer_id: kt::ProducerId = ProducerId(-1), versions(6+);
             /// The producer epoch of an ongoing prepared transaction, or -1.
-            ongoing_txn_producer_epoch: kt::Int16 = -1, versions(6+);
+            ongoing_txn_producer_epoch: kt::ProducerEpoch = ProducerEpoch(-1), versions(6+);
         }
         tagged {}
     }

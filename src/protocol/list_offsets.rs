@@ -3,6 +3,7 @@
 //! (-1 latest, -2 earliest, -3 max timestamp, ...) are the broker's business.
 
 use crate::message;
+use crate::protocol::types::{LeaderEpoch, Offset};
 use crate::protocol::wire::kt;
 
 message! {
@@ -13,7 +14,7 @@ message! {
         flexible: (6+),
         fields {
             /// The requesting broker's id, or -1 for a consumer.
-            replica_id: kt::Int32, versions(0+);
+            replica_id: kt::NodeId, versions(0+);
             /// 0 read uncommitted, 1 read committed.
             isolation_level: kt::Int8, versions(2+);
             /// Each topic.
@@ -49,7 +50,7 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The requester's current leader epoch.
-            current_leader_epoch: kt::Int32 = -1, versions(4+), flags(ignorable);
+            current_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(4+), flags(ignorable);
             /// The timestamp to look up, or a special negative value.
             timestamp: kt::Int64, versions(0+);
         }
@@ -101,9 +102,9 @@ message! {
             /// The timestamp of the returned offset.
             timestamp: kt::Int64 = -1, versions(1+);
             /// The returned offset.
-            offset: kt::Int64 = -1, versions(1+);
+            offset: kt::Offset = Offset(-1), versions(1+);
             /// The leader epoch of the returned offset.
-            leader_epoch: kt::Int32 = -1, versions(4+);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(4+);
         }
         tagged {}
     }

@@ -82,11 +82,11 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The current replicas.
-            replicas: kt::Array<kt::Int32>, versions(0+);
+            replicas: kt::Array<kt::NodeId>, versions(0+);
             /// The replicas being added.
-            adding_replicas: kt::Array<kt::Int32>, versions(0+);
+            adding_replicas: kt::Array<kt::NodeId>, versions(0+);
             /// The replicas being removed.
-            removing_replicas: kt::Array<kt::Int32>, versions(0+);
+            removing_replicas: kt::Array<kt::NodeId>, versions(0+);
         }
         tagged {}
     }

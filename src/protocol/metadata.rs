@@ -5,6 +5,7 @@
 //! means all topics too, and topics may be named or (v10+) identified by id.
 
 use crate::message;
+use crate::protocol::types::{LeaderEpoch, NodeId};
 use crate::protocol::wire::kt;
 
 message! {
@@ -56,7 +57,7 @@ message! {
             /// The cluster id.
             cluster_id: kt::NullableString = None, versions(2+), nullable(2+), flags(ignorable);
             /// The id of the controller broker.
-            controller_id: kt::Int32 = -1, versions(1+), flags(ignorable);
+            controller_id: kt::NodeId = NodeId(-1), versions(1+), flags(ignorable);
             /// Each requested topic.
             topics: kt::Array<MetadataResponseTopic>, versions(0+);
             /// The cluster's authorized operations, as a bit field.
@@ -75,7 +76,7 @@ message! {
         flexible: (9+),
         fields {
             /// The broker id.
-            node_id: kt::Int32, versions(0+);
+            node_id: kt::NodeId, versions(0+);
             /// The broker's host name.
             host: kt::String, versions(0+);
             /// The broker's port.
@@ -121,15 +122,15 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The id of the leader broker.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The leader epoch.
-            leader_epoch: kt::Int32 = -1, versions(7+), flags(ignorable);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(7+), flags(ignorable);
             /// All replicas of the partition.
-            replica_nodes: kt::Array<kt::Int32>, versions(0+);
+            replica_nodes: kt::Array<kt::NodeId>, versions(0+);
             /// The in-sync replicas.
-            isr_nodes: kt::Array<kt::Int32>, versions(0+);
+            isr_nodes: kt::Array<kt::NodeId>, versions(0+);
             /// The offline replicas.
-            offline_replicas: kt::Array<kt::Int32>, versions(5+), flags(ignorable);
+            offline_replicas: kt::Array<kt::NodeId>, versions(5+), flags(ignorable);
         }
         tagged {}
     }

@@ -12,6 +12,7 @@ pub mod header;
 pub mod message;
 pub mod metadata;
 pub mod record_batch;
+pub mod types;
 pub mod wire;
 // Message modules, one file per API, grouped by milestone (keep each group's lines together):
 // @produce-consume-modules

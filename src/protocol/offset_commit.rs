@@ -8,6 +8,7 @@
 //! broker's default retention.
 
 use crate::message;
+use crate::protocol::types::LeaderEpoch;
 use crate::protocol::wire::kt;
 
 message! {
@@ -59,9 +60,9 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The offset to commit: the next one the group will consume.
-            committed_offset: kt::Int64, versions(0+);
+            committed_offset: kt::Offset, versions(0+);
             /// The leader epoch of the last consumed record, or -1.
-            committed_leader_epoch: kt::Int32 = -1, versions(6+), flags(ignorable);
+            committed_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(6+), flags(ignorable);
             /// Metadata the client wants kept with the offset, or null.
             committed_metadata: kt::NullableString, versions(0+), nullable(0+);
         }

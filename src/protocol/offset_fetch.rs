@@ -8,6 +8,7 @@
 //! committed offsets for.
 
 use crate::message;
+use crate::protocol::types::LeaderEpoch;
 use crate::protocol::wire::kt;
 
 message! {
@@ -124,9 +125,9 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0-7);
             /// The committed offset, or -1 if none.
-            committed_offset: kt::Int64, versions(0-7);
+            committed_offset: kt::Offset, versions(0-7);
             /// The leader epoch committed with the offset, or -1.
-            committed_leader_epoch: kt::Int32 = -1, versions(5-7), flags(ignorable);
+            committed_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(5-7), flags(ignorable);
             /// The metadata committed with the offset, or null.
             metadata: kt::NullableString, versions(0-7), nullable(0-7);
             /// The error code, or 0.
@@ -180,9 +181,9 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(8+);
             /// The committed offset, or -1 if none.
-            committed_offset: kt::Int64, versions(8+);
+            committed_offset: kt::Offset, versions(8+);
             /// The leader epoch committed with the offset, or -1.
-            committed_leader_epoch: kt::Int32 = -1, versions(8+), flags(ignorable);
+            committed_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(8+), flags(ignorable);
             /// The metadata committed with the offset, or null.
             metadata: kt::NullableString, versions(8+), nullable(8+);
             /// The partition-level error code, or 0.

@@ -7,6 +7,7 @@
 //! the fencing check.
 
 use crate::message;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::kt;
 
 message! {
@@ -17,7 +18,7 @@ message! {
         flexible: (4+),
         fields {
             /// The broker id of the follower, or -1 for a consumer.
-            replica_id: kt::Int32 = -2, versions(3+), flags(ignorable);
+            replica_id: kt::NodeId = NodeId(-2), versions(3+), flags(ignorable);
             /// Each topic to get offsets for.
             topics: kt::Array<OffsetForLeaderTopic>, versions(0+);
         }
@@ -49,9 +50,9 @@ message! {
             /// The partition index.
             partition: kt::Int32, versions(0+);
             /// The leader epoch the requester knows, to fence stale requesters; -1 for none.
-            current_leader_epoch: kt::Int32 = -1, versions(2+), flags(ignorable);
+            current_leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(2+), flags(ignorable);
             /// The epoch to look up an end offset for.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
         }
         tagged {}
     }
@@ -99,9 +100,9 @@ message! {
             /// The partition index.
             partition: kt::Int32, versions(0+);
             /// The leader epoch of the partition.
-            leader_epoch: kt::Int32 = -1, versions(1+), flags(ignorable);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(1+), flags(ignorable);
             /// The end offset of the epoch.
-            end_offset: kt::Int64 = -1, versions(0+);
+            end_offset: kt::Offset = Offset(-1), versions(0+);
         }
         tagged {}
     }

@@ -5,6 +5,7 @@
 //! `records` stays an undecoded zero-copy slice of the request frame.
 
 use crate::message;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::kt;
 
 message! {
@@ -106,11 +107,11 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The offset given to the first record.
-            base_offset: kt::Int64, versions(0+);
+            base_offset: kt::Offset, versions(0+);
             /// The append time when the topic uses LogAppendTime, else -1.
             log_append_time_ms: kt::Int64 = -1, versions(2+), flags(ignorable);
             /// The partition's log start offset.
-            log_start_offset: kt::Int64 = -1, versions(5+), flags(ignorable);
+            log_start_offset: kt::Offset = Offset(-1), versions(5+), flags(ignorable);
             /// The records that made the batch fail.
             record_errors: kt::Array<BatchIndexAndErrorMessage>, versions(8+),
                 flags(ignorable);
@@ -147,9 +148,9 @@ message! {
         flexible: (9+),
         fields {
             /// The leader's broker id, or -1.
-            leader_id: kt::Int32 = -1, versions(10+);
+            leader_id: kt::NodeId = NodeId(-1), versions(10+);
             /// The leader epoch, or -1.
-            leader_epoch: kt::Int32 = -1, versions(10+);
+            leader_epoch: kt::LeaderEpoch = LeaderEpoch(-1), versions(10+);
         }
         tagged {}
     }
@@ -162,7 +163,7 @@ message! {
         flexible: (9+),
         fields {
             /// The broker id.
-            node_id: kt::Int32, versions(10+);
+            node_id: kt::NodeId, versions(10+);
             /// The host name.
             host: kt::String, versions(10+);
             /// The port.

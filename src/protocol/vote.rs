@@ -5,6 +5,7 @@
 //! leader's endpoints travel in a tagged field of the response (v1+).
 
 use crate::message;
+use crate::protocol::types::NodeId;
 use crate::protocol::wire::kt;
 
 message! {
@@ -17,7 +18,7 @@ message! {
             /// The cluster id, or null.
             cluster_id: kt::NullableString = None, versions(0+), nullable(0+);
             /// The replica id of the voter receiving the request.
-            voter_id: kt::Int32 = -1, versions(1+), flags(ignorable);
+            voter_id: kt::NodeId = NodeId(-1), versions(1+), flags(ignorable);
             /// The topics (the metadata log's).
             topics: kt::Array<VoteRequestTopic>, versions(0+);
         }
@@ -49,17 +50,17 @@ message! {
             /// The partition index.
             partition_index: kt::Int32, versions(0+);
             /// The epoch of the replica sending the request.
-            replica_epoch: kt::Int32, versions(0+);
+            replica_epoch: kt::LeaderEpoch, versions(0+);
             /// The id of the replica sending the request.
-            replica_id: kt::Int32, versions(0+);
+            replica_id: kt::NodeId, versions(0+);
             /// The directory id of the replica sending the request.
             replica_directory_id: kt::Uuid, versions(1+), flags(ignorable);
             /// The directory id of the voter receiving the request.
             voter_directory_id: kt::Uuid, versions(1+), flags(ignorable);
             /// The epoch of the last record of the sender's metadata log.
-            last_offset_epoch: kt::Int32, versions(0+);
+            last_offset_epoch: kt::LeaderEpoch, versions(0+);
             /// The end offset of the sender's metadata log.
-            last_offset: kt::Int64, versions(0+);
+            last_offset: kt::Offset, versions(0+);
             /// Whether this is a pre-vote, which changes no persisted state.
             pre_vote: kt::Bool, versions(2+);
         }
@@ -112,9 +113,9 @@ message! {
             /// The error code, or 0.
             error_code: kt::Int16, versions(0+);
             /// The id of the current leader, or -1.
-            leader_id: kt::Int32, versions(0+);
+            leader_id: kt::NodeId, versions(0+);
             /// The latest known leader epoch.
-            leader_epoch: kt::Int32, versions(0+);
+            leader_epoch: kt::LeaderEpoch, versions(0+);
             /// Whether the vote was granted.
             vote_granted: kt::Bool, versions(0+);
         }
@@ -129,7 +130,7 @@ message! {
         flexible: (0+),
         fields {
             /// The node id.
-            node_id: kt::Int32, versions(1+);
+            node_id: kt::NodeId, versions(1+);
             /// The node's host name.
             host: kt::String, versions(1+);
             /// The node's port.

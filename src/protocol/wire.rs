@@ -656,6 +656,55 @@ pub mod kt {
     fixed!(Uint32, u32, 4, 0, put_u32, u32);
     fixed!(Float64, f64, 8, 0.0, put_f64, f64);
 
+    /// Wire types for the strong types of [`crate::protocol::types`]: each is laid out exactly
+    /// as its underlying integer, and defaults to zero as that integer does.
+    macro_rules! strong {
+        ($(#[$m:meta])* $name:ident, $inner:ident) => {
+            $(#[$m])*
+            pub struct $name;
+
+            impl WireType for $name {
+                type Value = crate::protocol::types::$name;
+                fn default_value() -> Self::Value {
+                    crate::protocol::types::$name(<$inner as WireType>::default_value())
+                }
+                fn len_min(ctx: Ctx) -> usize {
+                    $inner::len_min(ctx)
+                }
+                fn encode(value: &Self::Value, out: &mut BytesMut, ctx: Ctx) -> Result<(), EncodeError> {
+                    $inner::encode(&value.0, out, ctx)
+                }
+                fn encoded_len(value: &Self::Value, ctx: Ctx) -> usize {
+                    $inner::encoded_len(&value.0, ctx)
+                }
+                fn decode(r: &mut Reader, ctx: Ctx) -> Result<Self::Value, DecodeError> {
+                    $inner::decode(r, ctx).map(crate::protocol::types::$name)
+                }
+            }
+        };
+    }
+
+    strong!(
+        /// `int64` holding an offset.
+        Offset, Int64
+    );
+    strong!(
+        /// `int32` holding a leader epoch.
+        LeaderEpoch, Int32
+    );
+    strong!(
+        /// `int64` holding a producer id.
+        ProducerId, Int64
+    );
+    strong!(
+        /// `int16` holding a producer epoch.
+        ProducerEpoch, Int16
+    );
+    strong!(
+        /// `int32` holding a node (broker, controller, replica) id.
+        NodeId, Int32
+    );
+
     pub struct Bool;
 
     impl WireType for Bool {

@@ -14,6 +14,7 @@ use samsa::protocol::api_versions::*;
 use samsa::protocol::header::*;
 use samsa::protocol::message::Message;
 use samsa::protocol::metadata::*;
+use samsa::protocol::types::{LeaderEpoch, NodeId};
 use samsa::protocol::wire::{DecodeError, EncodeError, Uuid};
 
 /// A message type the codec tests drive generically: Samsa's [`Message`] plus a strategy.
@@ -184,7 +185,7 @@ pub fn metadata_response(v: i16) -> BoxedStrategy<MetadataResponse> {
         when(v >= 1, option::of(string()), None),
     )
         .prop_map(|(id, host, port, rack)| MetadataResponseBroker {
-            node_id: id,
+            node_id: NodeId(id),
             host,
             port,
             rack,
@@ -202,11 +203,11 @@ pub fn metadata_response(v: i16) -> BoxedStrategy<MetadataResponse> {
             MetadataResponsePartition {
                 error_code: e,
                 partition_index: index,
-                leader_id: leader,
-                leader_epoch: epoch,
-                replica_nodes: replicas,
-                isr_nodes: isr,
-                offline_replicas: offline,
+                leader_id: NodeId(leader),
+                leader_epoch: LeaderEpoch(epoch),
+                replica_nodes: replicas.into_iter().map(NodeId).collect(),
+                isr_nodes: isr.into_iter().map(NodeId).collect(),
+                offline_replicas: offline.into_iter().map(NodeId).collect(),
             }
         });
     let topic = (
@@ -241,7 +242,7 @@ pub fn metadata_response(v: i16) -> BoxedStrategy<MetadataResponse> {
                 throttle_time_ms: throttle,
                 brokers,
                 cluster_id: cluster,
-                controller_id: controller,
+                controller_id: NodeId(controller),
                 topics,
                 cluster_authorized_operations: ops,
                 error_code: e,

@@ -22,6 +22,7 @@ use samsa::protocol::offset_commit::*;
 use samsa::protocol::offset_delete::*;
 use samsa::protocol::offset_fetch::*;
 use samsa::protocol::sync_group::*;
+use samsa::protocol::types::{LeaderEpoch, Offset};
 use samsa::protocol::wire::Uuid;
 
 #[path = "codec_strategies.rs"]
@@ -89,8 +90,8 @@ pub fn offset_commit_request(v: i16) -> BoxedStrategy<OffsetCommitRequest> {
         .prop_map(
             |(index, offset, epoch, metadata)| OffsetCommitRequestPartition {
                 partition_index: index,
-                committed_offset: offset,
-                committed_leader_epoch: epoch,
+                committed_offset: Offset(offset),
+                committed_leader_epoch: LeaderEpoch(epoch),
                 committed_metadata: metadata,
             },
         );
@@ -207,8 +208,8 @@ pub fn offset_fetch_response(v: i16) -> BoxedStrategy<OffsetFetchResponse> {
         .prop_map(
             |(index, offset, epoch, metadata, e)| OffsetFetchResponsePartition {
                 partition_index: index,
-                committed_offset: offset,
-                committed_leader_epoch: epoch,
+                committed_offset: Offset(offset),
+                committed_leader_epoch: LeaderEpoch(epoch),
                 metadata,
                 error_code: e,
             },
@@ -229,8 +230,8 @@ pub fn offset_fetch_response(v: i16) -> BoxedStrategy<OffsetFetchResponse> {
         .prop_map(
             |(index, offset, epoch, metadata, e)| OffsetFetchResponsePartitions {
                 partition_index: index,
-                committed_offset: offset,
-                committed_leader_epoch: epoch,
+                committed_offset: Offset(offset),
+                committed_leader_epoch: LeaderEpoch(epoch),
                 metadata,
                 error_code: e,
             },

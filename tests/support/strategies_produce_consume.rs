@@ -13,6 +13,7 @@ use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
 use samsa::protocol::message::Message;
+use samsa::protocol::types::{LeaderEpoch, NodeId, Offset, ProducerEpoch, ProducerId};
 use samsa::protocol::wire::{DecodeError, EncodeError, Uuid};
 use samsa::protocol::{
     alter_configs as ac, create_partitions as cp, create_topics as ct, delete_records as dr,
@@ -160,8 +161,8 @@ fn produce_leader(v: i16) -> BoxedStrategy<p::LeaderIdAndEpoch> {
     when(
         v >= 10,
         (any::<i32>(), any::<i32>()).prop_map(|(leader_id, leader_epoch)| p::LeaderIdAndEpoch {
-            leader_id,
-            leader_epoch,
+            leader_id: NodeId(leader_id),
+            leader_epoch: LeaderEpoch(leader_epoch),
         }),
         p::LeaderIdAndEpoch::default(),
     )
@@ -187,9 +188,9 @@ fn produce_response(v: i16) -> BoxedStrategy<p::ProduceResponse> {
             p::PartitionProduceResponse {
                 index,
                 error_code: e,
-                base_offset: base,
+                base_offset: Offset(base),
                 log_append_time_ms: append,
-                log_start_offset: start,
+                log_start_offset: Offset(start),
                 record_errors: errors,
                 error_message: msg,
                 current_leader: leader,
@@ -209,7 +210,7 @@ fn produce_response(v: i16) -> BoxedStrategy<p::ProduceResponse> {
         );
     let endpoint = (any::<i32>(), string(), any::<i32>(), option::of(string())).prop_map(
         |(node_id, host, port, rack)| p::NodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
             rack,
@@ -246,13 +247,13 @@ fn fetch_request(v: i16) -> BoxedStrategy<f::FetchRequest> {
         .prop_map(
             |(partition, cle, offset, lfe, lso, max, dir, hw)| f::FetchPartition {
                 partition,
-                current_leader_epoch: cle,
-                fetch_offset: offset,
-                last_fetched_epoch: lfe,
-                log_start_offset: lso,
+                current_leader_epoch: LeaderEpoch(cle),
+                fetch_offset: Offset(offset),
+                last_fetched_epoch: LeaderEpoch(lfe),
+                log_start_offset: Offset(lso),
                 partition_max_bytes: max,
                 replica_directory_id: dir,
-                high_watermark: hw,
+                high_watermark: Offset(hw),
             },
         );
     let topic = (
@@ -281,7 +282,7 @@ fn fetch_request(v: i16) -> BoxedStrategy<f::FetchRequest> {
             Just(f::ReplicaState::default()),
             (any::<i32>(), any::<i64>()).prop_map(|(replica_id, replica_epoch)| {
                 f::ReplicaState {
-                    replica_id,
+                    replica_id: NodeId(replica_id),
                     replica_epoch,
                 }
             })
@@ -307,7 +308,7 @@ fn fetch_request(v: i16) -> BoxedStrategy<f::FetchRequest> {
         ),
     )
         .prop_map(|(a, b)| f::FetchRequest {
-            replica_id: a.0,
+            replica_id: NodeId(a.0),
             max_wait_ms: a.1,
             min_bytes: a.2,
             max_bytes: a.3,
@@ -327,28 +328,32 @@ fn fetch_response(v: i16) -> BoxedStrategy<f::FetchResponse> {
     let flexible = v >= 12;
     let aborted = (any::<i64>(), any::<i64>()).prop_map(|(producer_id, first_offset)| {
         f::AbortedTransaction {
-            producer_id,
-            first_offset,
+            producer_id: ProducerId(producer_id),
+            first_offset: Offset(first_offset),
         }
     });
     let diverging = when(
         flexible,
-        (any::<i32>(), any::<i64>())
-            .prop_map(|(epoch, end_offset)| f::EpochEndOffset { epoch, end_offset }),
+        (any::<i32>(), any::<i64>()).prop_map(|(epoch, end_offset)| f::EpochEndOffset {
+            epoch: LeaderEpoch(epoch),
+            end_offset: Offset(end_offset),
+        }),
         f::EpochEndOffset::default(),
     );
     let leader = when(
         flexible,
         (any::<i32>(), any::<i32>()).prop_map(|(leader_id, leader_epoch)| f::LeaderIdAndEpoch {
-            leader_id,
-            leader_epoch,
+            leader_id: NodeId(leader_id),
+            leader_epoch: LeaderEpoch(leader_epoch),
         }),
         f::LeaderIdAndEpoch::default(),
     );
     let snapshot = when(
         flexible,
-        (any::<i64>(), any::<i32>())
-            .prop_map(|(end_offset, epoch)| f::SnapshotId { end_offset, epoch }),
+        (any::<i64>(), any::<i32>()).prop_map(|(end_offset, epoch)| f::SnapshotId {
+            end_offset: Offset(end_offset),
+            epoch: LeaderEpoch(epoch),
+        }),
         f::SnapshotId::default(),
     );
     let partition = (
@@ -367,11 +372,11 @@ fn fetch_response(v: i16) -> BoxedStrategy<f::FetchResponse> {
         .prop_map(|(a, b)| f::PartitionData {
             partition_index: a.0,
             error_code: a.1,
-            high_watermark: a.2,
-            last_stable_offset: a.3,
-            log_start_offset: a.4,
+            high_watermark: Offset(a.2),
+            last_stable_offset: Offset(a.3),
+            log_start_offset: Offset(a.4),
             aborted_transactions: a.5,
-            preferred_read_replica: a.6,
+            preferred_read_replica: NodeId(a.6),
             records: a.7,
             diverging_epoch: b.0,
             current_leader: b.1,
@@ -389,7 +394,7 @@ fn fetch_response(v: i16) -> BoxedStrategy<f::FetchResponse> {
         });
     let endpoint = (any::<i32>(), string(), any::<i32>(), option::of(string())).prop_map(
         |(node_id, host, port, rack)| f::NodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
             rack,
@@ -420,7 +425,7 @@ fn list_offsets_request(v: i16) -> BoxedStrategy<lo::ListOffsetsRequest> {
     let partition = (any::<i32>(), when(v >= 4, any::<i32>(), -1), any::<i64>()).prop_map(
         |(partition_index, current_leader_epoch, timestamp)| lo::ListOffsetsPartition {
             partition_index,
-            current_leader_epoch,
+            current_leader_epoch: LeaderEpoch(current_leader_epoch),
             timestamp,
         },
     );
@@ -434,7 +439,7 @@ fn list_offsets_request(v: i16) -> BoxedStrategy<lo::ListOffsetsRequest> {
     )
         .prop_map(
             |(replica_id, isolation_level, topics, timeout_ms)| lo::ListOffsetsRequest {
-                replica_id,
+                replica_id: NodeId(replica_id),
                 isolation_level,
                 topics,
                 timeout_ms,
@@ -457,8 +462,8 @@ fn list_offsets_response(v: i16) -> BoxedStrategy<lo::ListOffsetsResponse> {
                     partition_index,
                     error_code,
                     timestamp,
-                    offset,
-                    leader_epoch,
+                    offset: Offset(offset),
+                    leader_epoch: LeaderEpoch(leader_epoch),
                 }
             },
         );
@@ -502,7 +507,7 @@ fn find_coordinator_response(v: i16) -> BoxedStrategy<fc::FindCoordinatorRespons
     )
         .prop_map(|(key, node_id, host, port, e, msg)| fc::Coordinator {
             key,
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
             error_code: e,
@@ -526,7 +531,7 @@ fn find_coordinator_response(v: i16) -> BoxedStrategy<fc::FindCoordinatorRespons
                 throttle_time_ms: throttle,
                 error_code: e,
                 error_message: msg,
-                node_id,
+                node_id: NodeId(node_id),
                 host,
                 port,
                 coordinators,
@@ -541,7 +546,7 @@ fn create_topics_request(_v: i16) -> BoxedStrategy<ct::CreateTopicsRequest> {
     let assignment = (any::<i32>(), ints()).prop_map(|(partition_index, broker_ids)| {
         ct::CreatableReplicaAssignment {
             partition_index,
-            broker_ids,
+            broker_ids: broker_ids.into_iter().map(NodeId).collect(),
         }
     });
     let config = (string(), option::of(string()))
@@ -670,7 +675,7 @@ fn delete_records_request(_v: i16) -> BoxedStrategy<dr::DeleteRecordsRequest> {
     let partition = (any::<i32>(), any::<i64>()).prop_map(|(partition_index, offset)| {
         dr::DeleteRecordsPartition {
             partition_index,
-            offset,
+            offset: Offset(offset),
         }
     });
     let topic = (string(), vec(partition, 0..3))
@@ -684,7 +689,7 @@ fn delete_records_response(_v: i16) -> BoxedStrategy<dr::DeleteRecordsResponse> 
     let partition = (any::<i32>(), any::<i64>(), any::<i16>()).prop_map(
         |(partition_index, low_watermark, error_code)| dr::DeleteRecordsPartitionResult {
             partition_index,
-            low_watermark,
+            low_watermark: Offset(low_watermark),
             error_code,
         },
     );
@@ -711,8 +716,8 @@ fn init_producer_id_request(v: i16) -> BoxedStrategy<ipi::InitProducerIdRequest>
             |(id, timeout, producer_id, producer_epoch)| ipi::InitProducerIdRequest {
                 transactional_id: id,
                 transaction_timeout_ms: timeout,
-                producer_id,
-                producer_epoch,
+                producer_id: ProducerId(producer_id),
+                producer_epoch: ProducerEpoch(producer_epoch),
             },
         )
         .boxed()
@@ -731,10 +736,10 @@ fn init_producer_id_response(v: i16) -> BoxedStrategy<ipi::InitProducerIdRespons
             ipi::InitProducerIdResponse {
                 throttle_time_ms: throttle,
                 error_code: e,
-                producer_id: id,
-                producer_epoch: epoch,
-                ongoing_txn_producer_id: ongoing_id,
-                ongoing_txn_producer_epoch: ongoing_epoch,
+                producer_id: ProducerId(id),
+                producer_epoch: ProducerEpoch(epoch),
+                ongoing_txn_producer_id: ProducerId(ongoing_id),
+                ongoing_txn_producer_epoch: ProducerEpoch(ongoing_epoch),
             }
         })
         .boxed()
@@ -958,7 +963,9 @@ fn describe_log_dirs_response(v: i16) -> BoxedStrategy<dld::DescribeLogDirsRespo
 // ---- CreatePartitions ----
 
 fn create_partitions_request(_v: i16) -> BoxedStrategy<cp::CreatePartitionsRequest> {
-    let assignment = ints().prop_map(|broker_ids| cp::CreatePartitionsAssignment { broker_ids });
+    let assignment = ints().prop_map(|broker_ids| cp::CreatePartitionsAssignment {
+        broker_ids: broker_ids.into_iter().map(NodeId).collect(),
+    });
     let topic = (string(), any::<i32>(), option::of(vec(assignment, 0..3))).prop_map(
         |(name, count, assignments)| cp::CreatePartitionsTopic {
             name,
@@ -1019,7 +1026,7 @@ fn describe_cluster_response(v: i16) -> BoxedStrategy<dc::DescribeClusterRespons
     )
         .prop_map(
             |(broker_id, host, port, rack, is_fenced)| dc::DescribeClusterBroker {
-                broker_id,
+                broker_id: NodeId(broker_id),
                 host,
                 port,
                 rack,
@@ -1044,7 +1051,7 @@ fn describe_cluster_response(v: i16) -> BoxedStrategy<dc::DescribeClusterRespons
                     error_message: msg,
                     endpoint_type,
                     cluster_id,
-                    controller_id,
+                    controller_id: NodeId(controller_id),
                     brokers,
                     cluster_authorized_operations: ops,
                 }

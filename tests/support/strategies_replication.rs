@@ -24,6 +24,7 @@ use samsa::protocol::end_quorum_epoch::*;
 use samsa::protocol::fetch_snapshot::*;
 use samsa::protocol::list_partition_reassignments::*;
 use samsa::protocol::offset_for_leader_epoch::*;
+use samsa::protocol::types::{LeaderEpoch, NodeId, Offset};
 use samsa::protocol::vote::*;
 use samsa::protocol::wire::Uuid;
 
@@ -100,6 +101,10 @@ fn ids() -> BoxedStrategy<Vec<i32>> {
     vec(any::<i32>(), 0..4).boxed()
 }
 
+fn node_ids() -> BoxedStrategy<Vec<NodeId>> {
+    vec(any::<i32>().prop_map(NodeId), 0..4).boxed()
+}
+
 fn uuids() -> BoxedStrategy<Vec<Uuid>> {
     vec(uuid(), 0..3).boxed()
 }
@@ -114,14 +119,17 @@ pub fn offset_for_leader_epoch_request(v: i16) -> BoxedStrategy<OffsetForLeaderE
     let partition = (any::<i32>(), any::<i32>(), any::<i32>()).prop_map(|(p, cur, e)| {
         OffsetForLeaderPartition {
             partition: p,
-            current_leader_epoch: cur,
-            leader_epoch: e,
+            current_leader_epoch: LeaderEpoch(cur),
+            leader_epoch: LeaderEpoch(e),
         }
     });
     let topic = (string(), vec(partition, 0..3))
         .prop_map(|(topic, partitions)| OffsetForLeaderTopic { topic, partitions });
     (when(v >= 3, any::<i32>(), -2), vec(topic, 0..3))
-        .prop_map(|(replica_id, topics)| OffsetForLeaderEpochRequest { replica_id, topics })
+        .prop_map(|(replica_id, topics)| OffsetForLeaderEpochRequest {
+            replica_id: NodeId(replica_id),
+            topics,
+        })
         .boxed()
 }
 
@@ -131,8 +139,8 @@ pub fn offset_for_leader_epoch_response(v: i16) -> BoxedStrategy<OffsetForLeader
         |(error_code, partition, leader_epoch, end_offset)| EpochEndOffset {
             error_code,
             partition,
-            leader_epoch,
-            end_offset,
+            leader_epoch: LeaderEpoch(leader_epoch),
+            end_offset: Offset(end_offset),
         },
     );
     let topic = (string(), vec(partition, 0..3))
@@ -199,12 +207,13 @@ pub fn elect_leaders_response(v: i16) -> BoxedStrategy<ElectLeadersResponse> {
 pub fn alter_partition_reassignments_request(
     v: i16,
 ) -> BoxedStrategy<AlterPartitionReassignmentsRequest> {
-    let partition = (any::<i32>(), option::of(ids())).prop_map(|(partition_index, replicas)| {
-        ReassignablePartition {
-            partition_index,
-            replicas,
-        }
-    });
+    let partition =
+        (any::<i32>(), option::of(node_ids())).prop_map(|(partition_index, replicas)| {
+            ReassignablePartition {
+                partition_index,
+                replicas,
+            }
+        });
     let topic = (string(), vec(partition, 0..3))
         .prop_map(|(name, partitions)| ReassignableTopic { name, partitions });
     (
@@ -279,9 +288,9 @@ pub fn list_partition_reassignments_response(
         |(partition_index, replicas, adding_replicas, removing_replicas)| {
             OngoingPartitionReassignment {
                 partition_index,
-                replicas,
-                adding_replicas,
-                removing_replicas,
+                replicas: replicas.into_iter().map(NodeId).collect(),
+                adding_replicas: adding_replicas.into_iter().map(NodeId).collect(),
+                removing_replicas: removing_replicas.into_iter().map(NodeId).collect(),
             }
         },
     );
@@ -319,12 +328,12 @@ pub fn vote_request(v: i16) -> BoxedStrategy<VoteRequest> {
     )
         .prop_map(|p| VoteRequestPartition {
             partition_index: p.0,
-            replica_epoch: p.1,
-            replica_id: p.2,
+            replica_epoch: LeaderEpoch(p.1),
+            replica_id: NodeId(p.2),
             replica_directory_id: p.3,
             voter_directory_id: p.4,
-            last_offset_epoch: p.5,
-            last_offset: p.6,
+            last_offset_epoch: LeaderEpoch(p.5),
+            last_offset: Offset(p.6),
             pre_vote: p.7,
         });
     let topic =
@@ -339,7 +348,7 @@ pub fn vote_request(v: i16) -> BoxedStrategy<VoteRequest> {
     )
         .prop_map(|(cluster_id, voter_id, topics)| VoteRequest {
             cluster_id,
-            voter_id,
+            voter_id: NodeId(voter_id),
             topics,
         })
         .boxed()
@@ -356,8 +365,8 @@ pub fn vote_response(v: i16) -> BoxedStrategy<VoteResponse> {
         .prop_map(|p| VoteResponsePartition {
             partition_index: p.0,
             error_code: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
             vote_granted: p.4,
         });
     let topic =
@@ -367,7 +376,7 @@ pub fn vote_response(v: i16) -> BoxedStrategy<VoteResponse> {
         });
     let endpoint =
         (any::<i32>(), string(), any::<u16>()).prop_map(|(node_id, host, port)| VoteNodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
         });
@@ -396,8 +405,8 @@ pub fn begin_quorum_epoch_request(v: i16) -> BoxedStrategy<BeginQuorumEpochReque
         .prop_map(|p| BeginQuorumEpochRequestPartition {
             partition_index: p.0,
             voter_directory_id: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
         });
     let topic = (string(), vec(partition, 0..3)).prop_map(|(topic_name, partitions)| {
         BeginQuorumEpochRequestTopic {
@@ -416,7 +425,7 @@ pub fn begin_quorum_epoch_request(v: i16) -> BoxedStrategy<BeginQuorumEpochReque
         .prop_map(
             |(cluster_id, voter_id, topics, leader_endpoints)| BeginQuorumEpochRequest {
                 cluster_id,
-                voter_id,
+                voter_id: NodeId(voter_id),
                 topics,
                 leader_endpoints,
             },
@@ -429,8 +438,8 @@ pub fn begin_quorum_epoch_response(v: i16) -> BoxedStrategy<BeginQuorumEpochResp
         BeginQuorumEpochResponsePartition {
             partition_index: p.0,
             error_code: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
         }
     });
     let topic = (string(), vec(partition, 0..3)).prop_map(|(topic_name, partitions)| {
@@ -441,7 +450,7 @@ pub fn begin_quorum_epoch_response(v: i16) -> BoxedStrategy<BeginQuorumEpochResp
     });
     let endpoint = (any::<i32>(), string(), any::<u16>()).prop_map(|(node_id, host, port)| {
         BeginQuorumEpochNodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
         }
@@ -466,7 +475,7 @@ pub fn begin_quorum_epoch_response(v: i16) -> BoxedStrategy<BeginQuorumEpochResp
 pub fn end_quorum_epoch_request(v: i16) -> BoxedStrategy<EndQuorumEpochRequest> {
     let candidate = (any::<i32>(), uuid()).prop_map(|(candidate_id, candidate_directory_id)| {
         EndQuorumEpochReplicaInfo {
-            candidate_id,
+            candidate_id: NodeId(candidate_id),
             candidate_directory_id,
         }
     });
@@ -479,9 +488,9 @@ pub fn end_quorum_epoch_request(v: i16) -> BoxedStrategy<EndQuorumEpochRequest> 
     )
         .prop_map(|p| EndQuorumEpochRequestPartition {
             partition_index: p.0,
-            leader_id: p.1,
-            leader_epoch: p.2,
-            preferred_successors: p.3,
+            leader_id: NodeId(p.1),
+            leader_epoch: LeaderEpoch(p.2),
+            preferred_successors: p.3.into_iter().map(NodeId).collect(),
             preferred_candidates: p.4,
         });
     let topic = (string(), vec(partition, 0..3)).prop_map(|(topic_name, partitions)| {
@@ -512,8 +521,8 @@ pub fn end_quorum_epoch_response(v: i16) -> BoxedStrategy<EndQuorumEpochResponse
         EndQuorumEpochResponsePartition {
             partition_index: p.0,
             error_code: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
         }
     });
     let topic = (string(), vec(partition, 0..3)).prop_map(|(topic_name, partitions)| {
@@ -524,7 +533,7 @@ pub fn end_quorum_epoch_response(v: i16) -> BoxedStrategy<EndQuorumEpochResponse
     });
     let endpoint = (any::<i32>(), string(), any::<u16>()).prop_map(|(node_id, host, port)| {
         EndQuorumEpochNodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
         }
@@ -570,9 +579,9 @@ pub fn describe_quorum_response(v: i16) -> BoxedStrategy<DescribeQuorumResponse>
             when(v >= 1, any::<i64>(), -1),
         )
             .prop_map(|p| DescribeQuorumReplicaState {
-                replica_id: p.0,
+                replica_id: NodeId(p.0),
                 replica_directory_id: p.1,
-                log_end_offset: p.2,
+                log_end_offset: Offset(p.2),
                 last_fetch_timestamp: p.3,
                 last_caught_up_timestamp: p.4,
             })
@@ -592,9 +601,9 @@ pub fn describe_quorum_response(v: i16) -> BoxedStrategy<DescribeQuorumResponse>
             partition_index: p.0,
             error_code: p.1,
             error_message: p.2,
-            leader_id: p.3,
-            leader_epoch: p.4,
-            high_watermark: p.5,
+            leader_id: NodeId(p.3),
+            leader_epoch: LeaderEpoch(p.4),
+            high_watermark: Offset(p.5),
             current_voters: p.6,
             observers: p.7,
         });
@@ -606,8 +615,11 @@ pub fn describe_quorum_response(v: i16) -> BoxedStrategy<DescribeQuorumResponse>
     });
     let listener = (string(), string(), any::<u16>())
         .prop_map(|(name, host, port)| DescribeQuorumListener { name, host, port });
-    let node = (any::<i32>(), vec(listener, 0..3))
-        .prop_map(|(node_id, listeners)| DescribeQuorumNode { node_id, listeners });
+    let node =
+        (any::<i32>(), vec(listener, 0..3)).prop_map(|(node_id, listeners)| DescribeQuorumNode {
+            node_id: NodeId(node_id),
+            listeners,
+        });
     (
         any::<i16>(),
         message(),
@@ -630,7 +642,7 @@ pub fn describe_quorum_response(v: i16) -> BoxedStrategy<DescribeQuorumResponse>
 pub fn alter_partition_request(v: i16) -> BoxedStrategy<AlterPartitionRequest> {
     let broker = (any::<i32>(), any::<i64>()).prop_map(|(broker_id, broker_epoch)| {
         AlterPartitionBrokerState {
-            broker_id,
+            broker_id: NodeId(broker_id),
             broker_epoch,
         }
     });
@@ -644,8 +656,8 @@ pub fn alter_partition_request(v: i16) -> BoxedStrategy<AlterPartitionRequest> {
     )
         .prop_map(|p| AlterPartitionRequestPartition {
             partition_index: p.0,
-            leader_epoch: p.1,
-            new_isr: p.2,
+            leader_epoch: LeaderEpoch(p.1),
+            new_isr: p.2.into_iter().map(NodeId).collect(),
             new_isr_with_epochs: p.3,
             leader_recovery_state: p.4,
             partition_epoch: p.5,
@@ -658,7 +670,7 @@ pub fn alter_partition_request(v: i16) -> BoxedStrategy<AlterPartitionRequest> {
     });
     (any::<i32>(), any::<i64>(), vec(topic, 0..3))
         .prop_map(|(broker_id, broker_epoch, topics)| AlterPartitionRequest {
-            broker_id,
+            broker_id: NodeId(broker_id),
             broker_epoch,
             topics,
         })
@@ -678,9 +690,9 @@ pub fn alter_partition_response(_v: i16) -> BoxedStrategy<AlterPartitionResponse
         .prop_map(|p| AlterPartitionResponsePartition {
             partition_index: p.0,
             error_code: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
-            isr: p.4,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
+            isr: p.4.into_iter().map(NodeId).collect(),
             leader_recovery_state: p.5,
             partition_epoch: p.6,
         });
@@ -705,7 +717,10 @@ pub fn alter_partition_response(_v: i16) -> BoxedStrategy<AlterPartitionResponse
 
 fn snapshot_id() -> BoxedStrategy<SnapshotId> {
     (any::<i64>(), any::<i32>())
-        .prop_map(|(end_offset, epoch)| SnapshotId { end_offset, epoch })
+        .prop_map(|(end_offset, epoch)| SnapshotId {
+            end_offset: Offset(end_offset),
+            epoch: LeaderEpoch(epoch),
+        })
         .boxed()
 }
 
@@ -719,7 +734,7 @@ pub fn fetch_snapshot_request(v: i16) -> BoxedStrategy<FetchSnapshotRequest> {
     )
         .prop_map(|p| FetchSnapshotRequestPartition {
             partition: p.0,
-            current_leader_epoch: p.1,
+            current_leader_epoch: LeaderEpoch(p.1),
             snapshot_id: p.2,
             position: p.3,
             replica_directory_id: p.4,
@@ -735,7 +750,7 @@ pub fn fetch_snapshot_request(v: i16) -> BoxedStrategy<FetchSnapshotRequest> {
         .prop_map(
             |(cluster_id, replica_id, max_bytes, topics)| FetchSnapshotRequest {
                 cluster_id,
-                replica_id,
+                replica_id: NodeId(replica_id),
                 max_bytes,
                 topics,
             },
@@ -748,8 +763,8 @@ pub fn fetch_snapshot_response(v: i16) -> BoxedStrategy<FetchSnapshotResponse> {
         1 => Just(FetchSnapshotLeaderIdAndEpoch::default()),
         2 => (any::<i32>(), any::<i32>()).prop_map(|(leader_id, leader_epoch)| {
             FetchSnapshotLeaderIdAndEpoch {
-                leader_id,
-                leader_epoch,
+                leader_id: NodeId(leader_id),
+                leader_epoch: LeaderEpoch(leader_epoch),
             }
         }),
     ];
@@ -775,7 +790,7 @@ pub fn fetch_snapshot_response(v: i16) -> BoxedStrategy<FetchSnapshotResponse> {
         .prop_map(|(name, partitions)| FetchSnapshotResponseTopic { name, partitions });
     let endpoint = (any::<i32>(), string(), any::<u16>()).prop_map(|(node_id, host, port)| {
         FetchSnapshotNodeEndpoint {
-            node_id,
+            node_id: NodeId(node_id),
             host,
             port,
         }
@@ -827,7 +842,7 @@ pub fn broker_registration_request(v: i16) -> BoxedStrategy<BrokerRegistrationRe
         when(v >= 3, any::<i64>(), -1),
     )
         .prop_map(|p| BrokerRegistrationRequest {
-            broker_id: p.0,
+            broker_id: NodeId(p.0),
             cluster_id: p.1,
             incarnation_id: p.2,
             listeners: p.3,
@@ -864,9 +879,9 @@ pub fn broker_heartbeat_request(v: i16) -> BoxedStrategy<BrokerHeartbeatRequest>
         when(v >= 1, uuids(), Vec::new()),
     )
         .prop_map(|p| BrokerHeartbeatRequest {
-            broker_id: p.0,
+            broker_id: NodeId(p.0),
             broker_epoch: p.1,
-            current_metadata_offset: p.2,
+            current_metadata_offset: Offset(p.2),
             want_fence: p.3,
             want_shut_down: p.4,
             offline_log_dirs: p.5,
@@ -929,20 +944,20 @@ pub fn describe_topic_partitions_response(
         any::<i32>(),
         ids(),
         ids(),
-        option::of(ids()),
-        option::of(ids()),
+        option::of(node_ids()),
+        option::of(node_ids()),
         ids(),
     )
         .prop_map(|p| DescribeTopicPartitionsResponsePartition {
             error_code: p.0,
             partition_index: p.1,
-            leader_id: p.2,
-            leader_epoch: p.3,
-            replica_nodes: p.4,
-            isr_nodes: p.5,
+            leader_id: NodeId(p.2),
+            leader_epoch: LeaderEpoch(p.3),
+            replica_nodes: p.4.into_iter().map(NodeId).collect(),
+            isr_nodes: p.5.into_iter().map(NodeId).collect(),
             eligible_leader_replicas: p.6,
             last_known_elr: p.7,
-            offline_replicas: p.8,
+            offline_replicas: p.8.into_iter().map(NodeId).collect(),
         });
     let topic = (
         any::<i16>(),

@@ -12,6 +12,7 @@ use crate::protocol::create_topics::{
     CreatableTopicResult, CreateTopicsRequest, CreateTopicsResponse,
 };
 use crate::protocol::error::ErrorCode;
+use crate::protocol::types::NodeId;
 
 pub async fn handle(
     broker: &Arc<Broker>,
@@ -68,7 +69,10 @@ pub async fn handle(
                 .collect();
             indexes.sort_unstable();
             let contiguous = indexes.iter().enumerate().all(|(i, p)| *p == i as i32);
-            let only_us = topic.assignments.iter().all(|a| a.broker_ids == [node_id]);
+            let only_us = topic
+                .assignments
+                .iter()
+                .all(|a| a.broker_ids == [NodeId(node_id)]);
             if !contiguous || !only_us {
                 results.push(fail(
                     result,

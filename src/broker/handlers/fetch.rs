@@ -18,6 +18,7 @@ use crate::broker::Broker;
 use crate::log::LogError;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
+use crate::protocol::types::Offset;
 use crate::rt::time;
 
 /// The longest a fetch waits for data, whatever the client asks: a bound on how long a
@@ -87,7 +88,7 @@ async fn read_all(
                 partitions.push(PartitionData {
                     partition_index: wanted.partition,
                     error_code: unknown.code(),
-                    high_watermark: -1,
+                    high_watermark: Offset::NONE,
                     records: Some(Bytes::new()),
                     ..Default::default()
                 });
@@ -103,7 +104,7 @@ async fn read_all(
                 Ok(None)
             } else {
                 partition
-                    .read(wanted.fetch_offset, limit, ReadBound::HighWatermark)
+                    .read(wanted.fetch_offset.0, limit, ReadBound::HighWatermark)
                     .await
                     .map(Some)
             };
@@ -115,9 +116,9 @@ async fn read_all(
                     PartitionData {
                         partition_index: wanted.partition,
                         error_code: 0,
-                        high_watermark,
-                        last_stable_offset: high_watermark,
-                        log_start_offset: partition.log_start_offset().await,
+                        high_watermark: Offset(high_watermark),
+                        last_stable_offset: Offset(high_watermark),
+                        log_start_offset: Offset(partition.log_start_offset().await),
                         records: Some(records),
                         ..Default::default()
                     }
@@ -136,9 +137,9 @@ async fn read_all(
                     PartitionData {
                         partition_index: wanted.partition,
                         error_code: partition_error_code(&e).code(),
-                        high_watermark,
-                        last_stable_offset: high_watermark,
-                        log_start_offset: partition.log_start_offset().await,
+                        high_watermark: Offset(high_watermark),
+                        last_stable_offset: Offset(high_watermark),
+                        log_start_offset: Offset(partition.log_start_offset().await),
                         records: Some(Bytes::new()),
                         ..Default::default()
                     }

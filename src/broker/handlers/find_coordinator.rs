@@ -8,6 +8,7 @@ use crate::protocol::error::ErrorCode;
 use crate::protocol::find_coordinator::{
     Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
 };
+use crate::protocol::types::NodeId;
 
 const NOT_YET: &str = "this broker has no group or transaction coordinator yet";
 
@@ -24,7 +25,7 @@ pub fn handle(
                 .into_iter()
                 .map(|key| Coordinator {
                     key,
-                    node_id: -1,
+                    node_id: NodeId::NONE,
                     host: String::new(),
                     port: -1,
                     error_code: code,
@@ -37,7 +38,7 @@ pub fn handle(
         FindCoordinatorResponse {
             error_code: code,
             error_message: Some(NOT_YET.to_string()),
-            node_id: -1,
+            node_id: NodeId::NONE,
             port: -1,
             ..Default::default()
         }

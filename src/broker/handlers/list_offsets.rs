@@ -15,6 +15,7 @@ use crate::protocol::list_offsets::{
     ListOffsetsPartitionResponse, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopicResponse,
 };
 use crate::protocol::record_batch;
+use crate::protocol::types::{LeaderEpoch, Offset};
 
 pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const LATEST_TIMESTAMP: i64 = -1;
@@ -46,11 +47,11 @@ pub async fn handle(
                 None => response.error_code = ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.code(),
                 Some(partition) => {
                     if version >= 4 {
-                        response.leader_epoch = partition.leader_epoch();
+                        response.leader_epoch = LeaderEpoch(partition.leader_epoch());
                     }
                     match lookup(&partition, wanted.timestamp).await {
                         Ok(Some((offset, timestamp))) => {
-                            response.offset = offset;
+                            response.offset = Offset(offset);
                             response.timestamp = timestamp;
                         }
                         Ok(None) => {}

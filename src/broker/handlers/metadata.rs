@@ -13,6 +13,7 @@ use crate::protocol::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
     MetadataResponseTopic,
 };
+use crate::protocol::types::{LeaderEpoch, NodeId};
 use crate::protocol::wire::Uuid;
 
 pub async fn handle(
@@ -44,7 +45,7 @@ pub async fn handle(
             .advertised_listeners
             .first()
             .map(|endpoint| MetadataResponseBroker {
-                node_id,
+                node_id: NodeId(node_id),
                 host: endpoint.host.clone(),
                 port: i32::from(endpoint.port),
                 rack: None,
@@ -52,7 +53,7 @@ pub async fn handle(
             .into_iter()
             .collect(),
         cluster_id: Some(broker.cluster_id.clone()),
-        controller_id: node_id,
+        controller_id: NodeId(node_id),
         topics,
         ..Default::default()
     }
@@ -133,10 +134,10 @@ fn describe(broker: &Arc<Broker>, _version: i16, topic: &Topic) -> MetadataRespo
             .map(|p| MetadataResponsePartition {
                 error_code: 0,
                 partition_index: p.index,
-                leader_id: node_id,
-                leader_epoch: p.leader_epoch(),
-                replica_nodes: vec![node_id],
-                isr_nodes: vec![node_id],
+                leader_id: NodeId(node_id),
+                leader_epoch: LeaderEpoch(p.leader_epoch()),
+                replica_nodes: vec![NodeId(node_id)],
+                isr_nodes: vec![NodeId(node_id)],
                 offline_replicas: Vec::new(),
             })
             .collect(),

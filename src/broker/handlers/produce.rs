@@ -23,6 +23,7 @@ use crate::protocol::produce::{
     TopicProduceResponse,
 };
 use crate::protocol::record_batch;
+use crate::protocol::types::Offset;
 use crate::protocol::wire::Uuid;
 use crate::rt::time;
 
@@ -198,7 +199,7 @@ async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse 
                 Started::Failed(failure) => PartitionProduceResponse {
                     index,
                     error_code: failure.code.code(),
-                    base_offset: -1,
+                    base_offset: Offset::NONE,
                     error_message: failure.message,
                     record_errors: failure.record_errors,
                     ..Default::default()
@@ -217,22 +218,22 @@ async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse 
                         Ok(Ok(info)) => PartitionProduceResponse {
                             index,
                             error_code: 0,
-                            base_offset: info.base_offset,
+                            base_offset: Offset(info.base_offset),
                             log_append_time_ms: log_append_time.unwrap_or(-1),
-                            log_start_offset: partition.log_start_offset().await,
+                            log_start_offset: Offset(partition.log_start_offset().await),
                             ..Default::default()
                         },
                         Ok(Err(e)) => PartitionProduceResponse {
                             index,
                             error_code: partition_error_code(&e).code(),
-                            base_offset: -1,
+                            base_offset: Offset::NONE,
                             error_message: Some(e.to_string()),
                             ..Default::default()
                         },
                         Err(_) => PartitionProduceResponse {
                             index,
                             error_code: ErrorCode::REQUEST_TIMED_OUT.code(),
-                            base_offset: -1,
+                            base_offset: Offset::NONE,
                             error_message: Some(format!(
                                 "not acknowledged within the request's timeout of {timeout_ms} ms"
                             )),
