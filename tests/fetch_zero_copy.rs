@@ -343,3 +343,67 @@ async fn a_large_fetch_over_tcp_matches_log_read() {
     }
     broker.stop().await;
 }
+
+/// `ResponseWriter::send_file_region` sends exactly the region, from a real file (`sendfile`)
+/// and from a simulated one (the copying fallback), and refuses a region the file no longer
+/// holds instead of sending anything in its place.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_file_region_sends_the_region_and_refuses_a_truncated_file() {
+    use tokio::io::AsyncReadExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let real = Disk::real(dir.path()).unwrap();
+    let mem = Disk::mem(MemDisk::new(3));
+    let data = content(3 << 20, 9);
+    let mut files = Vec::new();
+    for disk in [&real, &mem] {
+        let whole = disk.open("whole.log", OpenMode::Create).await.unwrap();
+        whole.write_at(0, &data).await.unwrap();
+        let cut = disk.open("cut.log", OpenMode::Create).await.unwrap();
+        cut.write_at(0, &data).await.unwrap();
+        files.push((whole, cut));
+    }
+    let listener = samsa::rt::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let reader = samsa::rt::task::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut got = Vec::new();
+        socket.read_to_end(&mut got).await.unwrap();
+        got
+    });
+    let stream = samsa::rt::net::TcpStream::connect(addr).await.unwrap();
+    let (_read, mut writer) = samsa::rt::net::split(stream);
+    let mut expected = Vec::new();
+    for (whole, cut) in &files {
+        writer.write_all(b"head").await.unwrap();
+        writer
+            .send_file_region(whole, 12_345, (2 << 20) + 7)
+            .await
+            .unwrap();
+        expected.extend_from_slice(b"head");
+        expected.extend_from_slice(&data[12_345..12_345 + (2 << 20) + 7]);
+        // A file cut below a queued region: the send fails, having sent only what the file
+        // still holds. (The cut happens before the send: `sendfile` hands page-cache pages to
+        // the socket, so a cut after it returns could still change bytes not yet
+        // transmitted; the log never cuts below the high watermark, which bounds regions.)
+        cut.set_len(1 << 20).await.unwrap();
+        let err = writer
+            .send_file_region(cut, (1 << 20) - 10, 100)
+            .await
+            .expect_err("a region past the end of the file is refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::UnexpectedEof, "{err}");
+        expected.extend_from_slice(&data[(1 << 20) - 10..1 << 20]);
+    }
+    writer.shutdown().await.unwrap();
+    drop(writer);
+    let got = reader.await.unwrap();
+    assert_eq!(got.len(), expected.len());
+    assert!(
+        got == expected,
+        "the socket carried exactly the regions (first difference at {:?} of {})",
+        got.iter().zip(expected.iter()).position(|(a, b)| a != b),
+        got.len()
+    );
+}

@@ -782,7 +782,9 @@ impl Log {
     /// bounding `max_offset` by the high watermark, below which a single node never truncates
     /// (replication, which can truncate above a follower's high watermark, must keep its own
     /// reads on [`Log::read`] or check again). A send that finds its file shorter than the
-    /// region fails rather than pad (see `rt::net::ResponseWriter::send_file_region`).
+    /// region fails rather than pad (see `rt::net::ResponseWriter::send_file_region`); the
+    /// bound matters even after a send returns, because `sendfile` passes page-cache pages
+    /// by reference and a later truncation can still change bytes in flight.
     ///
     /// The CRC is not checked here: with `verify_crc_on_read` callers use [`Log::read`].
     pub async fn read_regions(

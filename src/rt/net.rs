@@ -14,6 +14,14 @@
 //! descriptor and madsim has no sockets, so both fall back to reading the region in bounded
 //! chunks and writing them: the same bytes reach the peer either way.
 //!
+//! `sendfile` hands page-cache pages to the socket, so bytes not yet transmitted when it
+//! returns can still change if the file is cut or overwritten meanwhile (observed on Linux: a
+//! truncation below a sent region zeroed bytes the peer had not read yet). Callers must send
+//! only regions nobody will cut or overwrite; the log's are append-only bytes below the high
+//! watermark (see `Log::read_regions`). A removed file keeps its inode while a handle is open;
+//! that a removal right after the send leaves in-flight bytes intact is expected (the kernel
+//! drops whole pages without zeroing them) but not tested.
+//!
 //! Invariant: a region is either sent whole or the call fails. If the file turns out shorter
 //! than the region (it was truncated while queued), the send fails with `UnexpectedEof`
 //! rather than pad the response; the caller must then close the connection, because the

@@ -32,10 +32,11 @@ use crate::rt::time;
 pub const FETCH_WAIT_MS_MAX: u64 = 60_000;
 
 /// A partition's records smaller than this are copied into the response instead of sent from
-/// the file: below it, a `pread` and a copy cost less than the `sendfile` call and the extra
-/// write of the bytes around the region (measured in the zero-copy report; see
-/// ARCHITECTURE.md, Performance).
-pub const ZERO_COPY_BYTES_MIN: usize = 16 * 1024;
+/// the file. Measured with `cargo bench --bench send_file` (loopback, page cache, 2 vCPUs):
+/// a copied response is ~20-45% faster at 1-16 KiB, the two are level at 32 KiB, and
+/// `sendfile` wins from 64 KiB on (3-4x at 256 KiB and above, where a copy also pays for a
+/// fresh large allocation per response).
+pub const ZERO_COPY_BYTES_MIN: usize = 32 * 1024;
 
 /// Records of one partition left in segment files, and where they go in the response.
 #[derive(Clone, Debug)]
