@@ -1,14 +1,17 @@
-//! One simulated run per seed: a log node on a simulated disk, workload clients on another
-//! node, a nemesis in the supervisor, then an offline read of the disk and the spec's checkers.
+//! One simulated run per seed: the broker on a simulated disk, workload clients on another
+//! node, a nemesis in the supervisor (crashes with every disk mode, IO errors, clock jumps,
+//! graceful restarts, clogged and slow links), then an offline read of the partition's log
+//! from the disk and the spec's checkers.
 //!
 //! Everything that varies comes from the seed (madsim's generator, and generators seeded from
 //! it), so a seed replays exactly: `MADSIM_TEST_SEED=<seed> MADSIM_TEST_NUM=1 cargo test
 //! --features sim --test sim <test>`.
 
-use crate::node::{self, NeedsRestart, Stopped, LOG_DIR, NODE_PORT};
-use crate::workload::{self, Client};
+use crate::node::{self, NeedsRestart, Stopped, NODE_PORT, PARTITION_DIR};
+use crate::workload::{self, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use samsa::broker::config::{BrokerConfig, Endpoint, TopicConfig};
 use samsa::log::{FlushPolicy, Log, LogConfig, LogError};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, CrashReport, Disk, MemDisk};
@@ -35,6 +38,9 @@ pub struct Options {
     pub final_crash: Option<CrashMode>,
     pub io_errors: bool,
     pub clock_jumps: bool,
+    /// Clogged links (requests stall, clients time out and reconnect) and latency spikes
+    /// between the clients and the node.
+    pub network_faults: bool,
     /// Graceful shutdowns (clean close, then restart) among the faults.
     pub graceful_restarts: bool,
     pub clients: u32,
@@ -56,6 +62,7 @@ impl Default for Options {
             final_crash: None,
             io_errors: true,
             clock_jumps: true,
+            network_faults: true,
             graceful_restarts: true,
             clients: 4,
             safety_ms: 6_000,
@@ -126,27 +133,59 @@ pub struct SeedOutcome {
 const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 
-fn log_config(options: &Options) -> LogConfig {
+/// The node's configuration: small segments and frequent checkpoints so that a short run
+/// rolls segments and exercises recovery from checkpoints.
+fn broker_config(options: &Options) -> BrokerConfig {
+    BrokerConfig {
+        log_segment_bytes: options.segment_bytes,
+        log_index_interval_bytes: 512,
+        log_roll_ms: 2_000,
+        log_flush: options.flush,
+        log_flush_offset_checkpoint_interval_ms: 500,
+        advertised_listeners: vec![Endpoint {
+            name: "PLAINTEXT".to_string(),
+            host: NODE_IP.to_string(),
+            port: NODE_PORT,
+        }],
+        ..BrokerConfig::default()
+    }
+}
+
+/// The settings the broker opens the workload's partition log with, for the offline read.
+fn partition_log_config(broker: &BrokerConfig) -> LogConfig {
     LogConfig {
-        segment_bytes: options.segment_bytes,
-        index_interval_bytes: 512,
-        segment_ms: 2_000,
-        flush: options.flush,
         verify_crc_on_read: true,
-        checkpoint_interval_ms: 500,
-        ..LogConfig::default()
+        ..TopicConfig::broker_defaults(broker).to_log_config(broker)
     }
 }
 
 /// Runs one seed in a fresh simulation.
+///
+/// Each seed runs on a thread of its own, so that no per-thread state left by an earlier
+/// simulation can change the next: std's `HashMap` draws its hasher keys once per thread
+/// (madsim makes that draw deterministic only for the thread's first one) and madsim keeps a
+/// node's sockets in a `HashMap`. (Process-wide state is out of reach of this: tokio's
+/// per-thread generator is seeded from a global counter, which is why `rt::latch` replaces
+/// `tokio::sync::watch`.)
+#[allow(clippy::disallowed_methods)] // a fresh OS thread per simulation, outside any simulation
 pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
-    let mut runtime =
-        madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-    // A run lasts about 10 simulated seconds; one that goes on far longer is stuck (madsim
-    // panics with the seed in the message).
-    runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
     let options = options.clone();
-    runtime.block_on(simulate(seed, options))
+    let outcome = std::thread::Builder::new()
+        .name(format!("sim-seed-{seed}"))
+        .spawn(move || {
+            let mut runtime =
+                madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+            // A run lasts about 10 simulated seconds; one that goes on far longer is stuck
+            // (madsim panics with the seed in the message).
+            runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
+            runtime.block_on(simulate(seed, options))
+        })
+        .map(|thread| thread.join());
+    match outcome {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => panic!("seed {seed}: cannot start its simulation thread: {e}"),
+    }
 }
 
 async fn simulate(seed: u64, options: Options) -> SeedOutcome {
@@ -158,7 +197,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let recorder = Recorder::new();
     let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
     let stopped: Stopped = Arc::new(AtomicBool::new(false));
-    let config = log_config(&options);
+    let config = broker_config(&options);
 
     let node = {
         let (disk, clock, recorder, needs_restart, stopped, config) = (
@@ -171,7 +210,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         );
         handle
             .create_node()
-            .name("log")
+            .name("broker")
             .ip(NODE_IP)
             .init(move || {
                 node::serve(
@@ -189,9 +228,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let stop = Arc::new(AtomicBool::new(false));
     let mut joins = Vec::new();
     for process in 1..=options.clients {
-        let client = Client {
+        let client = Workload {
             process,
-            server: SocketAddr::new(NODE_IP, NODE_PORT),
+            bootstrap: SocketAddr::new(NODE_IP, NODE_PORT).to_string(),
             recorder: recorder.clone(),
             stop: Arc::clone(&stop),
             rng: SmallRng::seed_from_u64(rng.gen()),
@@ -209,6 +248,10 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let mut restart_at: Option<Instant> = None;
     let mut io_errors_until: Option<Instant> = None;
     let mut stopping_until: Option<Instant> = None;
+    let mut unclog_at: Option<Instant> = None;
+    let mut slow_until: Option<Instant> = None;
+    let net = madsim::net::NetSim::current();
+    let default_latency = madsim::net::Config::default().send_latency;
     let safety_end = start + Duration::from_millis(options.safety_ms);
     let event = |recorder: &Recorder, nemesis: &mut Vec<String>, text: String| {
         let stamp = time::now().duration_since(start).as_millis();
@@ -223,6 +266,17 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             needs_restart.store(false, Ordering::Release);
             handle.restart(node.id());
             event(&recorder, &mut nemesis, "restart node".into());
+        }
+        if unclog_at.is_some_and(|at| now >= at) {
+            unclog_at = None;
+            net.unclog_link(clients.id(), node.id());
+            net.unclog_link(node.id(), clients.id());
+            event(&recorder, &mut nemesis, "unclog".into());
+        }
+        if slow_until.is_some_and(|until| now >= until) {
+            slow_until = None;
+            net.update_config(|c| c.send_latency = default_latency.clone());
+            event(&recorder, &mut nemesis, "latency back to normal".into());
         }
         if io_errors_until.is_some_and(|until| now >= until) {
             io_errors_until = None;
@@ -263,7 +317,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             continue;
         }
         next_fault = now + Duration::from_millis(rng.gen_range(100..1_200));
-        match rng.gen_range(0..10) {
+        match rng.gen_range(0..12) {
             0..=5 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
                 handle.kill(node.id());
@@ -307,12 +361,39 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                 clock.jump(delta_ms);
                 event(&recorder, &mut nemesis, format!("clock jump {delta_ms} ms"));
             }
+            10 if options.network_faults => {
+                let clog_ms = rng.gen_range(50..1_500);
+                net.clog_link(clients.id(), node.id());
+                net.clog_link(node.id(), clients.id());
+                unclog_at = Some(now + Duration::from_millis(clog_ms));
+                event(
+                    &recorder,
+                    &mut nemesis,
+                    format!("clog clients <-> node for {clog_ms} ms"),
+                );
+            }
+            11 if options.network_faults => {
+                let latency_ms_max = rng.gen_range(5..200);
+                net.update_config(|c| {
+                    c.send_latency = std::time::Duration::from_millis(1)
+                        ..std::time::Duration::from_millis(latency_ms_max)
+                });
+                slow_until = Some(now + Duration::from_millis(rng.gen_range(100..1_000)));
+                event(
+                    &recorder,
+                    &mut nemesis,
+                    format!("latency up to {latency_ms_max} ms"),
+                );
+            }
             _ => {}
         }
     }
 
     // Healing: no more faults; the node must come back and serve.
     disk.set_io_error_rate(0);
+    net.unclog_link(clients.id(), node.id());
+    net.unclog_link(node.id(), clients.id());
+    net.update_config(|c| c.send_latency = default_latency.clone());
     if stopping_until.is_some() {
         handle.kill(node.id());
         stopped.store(false, Ordering::Release);
@@ -354,7 +435,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     );
     let corrupted = final_report.corrupted.is_some();
     crashes.push(final_report);
-    let final_log = read_offline(&disk, &config, &clock, &recorder).await;
+    let final_log = read_offline(&disk, &partition_log_config(&config), &clock, &recorder).await;
     let history = recorder.take();
     let healed_appends = history
         .operations()
@@ -393,7 +474,7 @@ async fn read_offline(
     let mut final_log = FinalLog::default();
     let (log, report) = match Log::open(
         Disk::mem(disk.clone()),
-        LOG_DIR,
+        PARTITION_DIR,
         config.clone(),
         clock.clone(),
     )

@@ -1,14 +1,14 @@
-//! The simulation suites (`cargo test --features sim`): a partition log on a simulated disk,
-//! driven over simulated TCP by concurrent clients while a nemesis kills the node with every
-//! disk crash mode, injects IO errors and jumps its clock; then the spec's checkers judge the
-//! history against an offline read of the disk.
+//! The simulation suites (`cargo test --features sim`): the broker on a simulated disk, driven
+//! over simulated TCP by concurrent Kafka clients (Samsa's own) while a nemesis kills the node
+//! with every disk crash mode, injects IO errors, jumps its clock, restarts it gracefully, and
+//! clogs and slows its links; then the spec's checkers judge the history against an offline
+//! read of the partition's log from the disk.
 //!
 //! Seeds: `MADSIM_TEST_SEED` (base, default 1) and `MADSIM_TEST_NUM` (count per suite). A
 //! failing seed prints the command that replays it.
 
 mod harness;
 mod node;
-mod wire;
 mod workload;
 
 use harness::{run_seed, run_suite, Options};
@@ -95,10 +95,21 @@ fn same_seed_gives_identical_history_nemesis_and_disk() {
             a.history.events().len() > 100,
             "seed {seed} did too little to compare"
         );
-        assert_eq!(
-            a.history.render(),
-            b.history.render(),
-            "seed {seed}: histories differ"
+        let (ra, rb) = (a.history.render(), b.history.render());
+        if ra != rb {
+            // Both renders, for a diff, next to the other failure dumps.
+            #[allow(clippy::disallowed_methods)]
+            {
+                let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sim-failures");
+                let _ = std::fs::create_dir_all(&dir);
+                let _ = std::fs::write(dir.join(format!("determinism-{seed}-first.history")), &ra);
+                let _ = std::fs::write(dir.join(format!("determinism-{seed}-second.history")), &rb);
+            }
+        }
+        assert!(
+            ra == rb,
+            "seed {seed}: histories differ, first at {}",
+            first_difference(&ra, &rb)
         );
         assert_eq!(
             a.nemesis, b.nemesis,
@@ -129,4 +140,16 @@ fn first_hundred_seeds_reach_at_least_fifty_distinct_crash_points() {
         "only {} distinct crash points over 100 seeds",
         points.len()
     );
+}
+
+/// The first line where two renders differ, with both versions, for a readable failure.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    for number in 1.. {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => continue,
+            (x, y) => return format!("line {number}:\n  {x:?}\n  {y:?}"),
+        }
+    }
+    unreachable!("the loop returns at the first difference or the end")
 }

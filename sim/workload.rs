@@ -1,42 +1,36 @@
-//! Workload clients: sequential processes that append batches of uniquely numbered records and
-//! read the log back, recording every operation's invocation and completion in the history.
+//! Workload clients: sequential processes that produce batches of uniquely numbered records
+//! to the broker's one partition (acks=all) and fetch it back, through Samsa's Rust client
+//! (`samsa::client`), recording every operation's invocation and completion in the history.
 //!
-//! Each request has its own timeout, and any error or timeout drops the connection, so a
-//! late reply can never be taken for the answer to a later request.
+//! The client does not retry a produce (`retries_max` 0): each history operation is one
+//! attempt, so its outcome is exactly what the broker did, and no retry can duplicate it.
 
 use crate::harness::Recorder;
-use crate::wire::{self, Status};
-use bytes::{Buf, BufMut, BytesMut};
+use crate::node::TOPIC;
 use rand::rngs::SmallRng;
 use rand::Rng;
-use samsa::protocol::record_batch::{self, BatchBuilder};
+use samsa::client::{Client, ClientConfig, FetchOptions};
+use samsa::protocol::error::ErrorCode;
+use samsa::protocol::record_batch::{self, BatchBuilder, BatchError};
 use samsa::rt::clock::Clock;
-use samsa::rt::net::TcpStream;
 use samsa::rt::time::{self, Duration};
 use samsa_spec::{Op, Outcome, Value};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Bound on one request's round trip; after it the outcome is unknown.
 pub const REQUEST_TIMEOUT_MS: u64 = 1_000;
 pub const CONNECT_TIMEOUT_MS: u64 = 500;
-/// Reconnect backoff bounds.
-pub const BACKOFF_MS_MIN: u64 = 10;
-pub const BACKOFF_MS_MAX: u64 = 500;
-/// Records in one appended batch.
+/// Records in one produced batch.
 pub const RECORDS_PER_APPEND_MAX: u32 = 4;
-/// Bytes asked for per read.
-pub const READ_BYTES_MAX: u32 = 4096;
+/// Bytes asked for per fetch.
+pub const READ_BYTES_MAX: i32 = 4096;
+/// The longest a fetch waits for data (Kafka's `fetch.max.wait.ms`).
+pub const FETCH_WAIT_MS_MAX: i32 = 50;
 
-type Conn = (
-    tokio::io::ReadHalf<TcpStream>,
-    tokio::io::WriteHalf<TcpStream>,
-);
-
-pub struct Client {
+pub struct Workload {
     pub process: u32,
-    pub server: SocketAddr,
+    pub bootstrap: String,
     pub recorder: Recorder,
     pub stop: Arc<AtomicBool>,
     pub rng: SmallRng,
@@ -44,58 +38,33 @@ pub struct Client {
     pub think_ms_max: u64,
 }
 
-impl Client {
+impl Workload {
     pub async fn run(mut self) {
-        let mut conn: Option<Conn> = None;
+        let mut client = Client::new(ClientConfig {
+            bootstrap: vec![self.bootstrap.clone()],
+            client_id: format!("sim-{}", self.process),
+            request_timeout_ms: REQUEST_TIMEOUT_MS,
+            connect_timeout_ms: CONNECT_TIMEOUT_MS,
+            retries_max: 0,
+            retry_backoff_ms: 10,
+            allow_auto_topic_creation: true,
+            ..ClientConfig::default()
+        });
         let mut seq: u32 = 0;
         let mut position: i64 = 0;
-        let mut backoff_ms = BACKOFF_MS_MIN;
         while !self.stop.load(Ordering::Acquire) {
             let think = self.rng.gen_range(0..=self.think_ms_max);
             time::sleep(Duration::from_millis(think)).await;
-            let Some(c) = conn.as_mut() else {
-                match time::timeout(
-                    Duration::from_millis(CONNECT_TIMEOUT_MS),
-                    TcpStream::connect(self.server),
-                )
-                .await
-                {
-                    Ok(Ok(stream)) => {
-                        conn = Some(tokio::io::split(stream));
-                        backoff_ms = BACKOFF_MS_MIN;
-                    }
-                    _ => {
-                        time::sleep(Duration::from_millis(backoff_ms)).await;
-                        backoff_ms = (backoff_ms * 2).min(BACKOFF_MS_MAX);
-                    }
-                }
-                continue;
-            };
-            let ok = if self.rng.gen_bool(0.6) {
-                self.append(c, &mut seq).await
+            if self.rng.gen_bool(0.6) {
+                self.produce(&mut client, &mut seq).await;
             } else {
                 let from = if self.rng.gen_bool(0.2) { 0 } else { position };
-                self.read(c, from, &mut position).await
-            };
-            if !ok {
-                conn = None;
+                self.fetch(&mut client, from, &mut position).await;
             }
         }
     }
 
-    /// One round trip with a timeout; `None` on any transport failure.
-    async fn call(c: &mut Conn, kind: u8, body: &[u8]) -> Option<(Status, bytes::Bytes)> {
-        let round_trip = async {
-            wire::write_frame(&mut c.1, kind, body).await?;
-            wire::read_frame(&mut c.0).await
-        };
-        match time::timeout(Duration::from_millis(REQUEST_TIMEOUT_MS), round_trip).await {
-            Ok(Ok((status, body))) => Status::from_u8(status).map(|s| (s, body)),
-            _ => None,
-        }
-    }
-
-    async fn append(&mut self, c: &mut Conn, seq: &mut u32) -> bool {
+    async fn produce(&mut self, client: &mut Client, seq: &mut u32) {
         let count = self.rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
         let values: Vec<Value> = (0..count)
             .map(|i| Value::new(self.process, *seq + i))
@@ -111,88 +80,76 @@ impl Client {
                 &[],
             );
         }
-        let batch = builder.build();
+        let batch = builder.build().freeze();
         let op = self
             .recorder
             .invoke(u64::from(self.process), Op::Append { values });
-        let (outcome, keep) = match Self::call(c, wire::KIND_APPEND, &batch).await {
-            Some((Status::Ok, mut body)) if body.len() == 16 => {
-                let base_offset = body.get_i64();
-                (Outcome::Appended { base_offset }, true)
-            }
-            Some((Status::Invalid, body)) => (
-                Outcome::Failed {
-                    reason: String::from_utf8_lossy(&body).into_owned(),
-                },
-                true,
-            ),
-            Some((status, body)) => (
-                Outcome::Unknown {
-                    reason: format!("{status:?}: {}", String::from_utf8_lossy(&body)),
-                },
-                true,
-            ),
-            None => (
-                Outcome::Unknown {
-                    reason: "timeout or connection lost".into(),
-                },
-                false,
-            ),
+        let outcome = match client
+            .produce(TOPIC, 0, batch, -1, REQUEST_TIMEOUT_MS as i32)
+            .await
+        {
+            Ok(ack) => Outcome::Appended {
+                base_offset: ack.base_offset,
+            },
+            Err(e) if e.is_unknown_outcome() || e.maybe_delivered() => Outcome::Unknown {
+                reason: e.to_string(),
+            },
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
         };
         self.recorder.complete(op, outcome);
-        keep
     }
 
-    async fn read(&mut self, c: &mut Conn, from: i64, position: &mut i64) -> bool {
+    async fn fetch(&mut self, client: &mut Client, from: i64, position: &mut i64) {
         let op = self
             .recorder
             .invoke(u64::from(self.process), Op::Read { from });
-        let mut body = BytesMut::with_capacity(12);
-        body.put_i64(from);
-        body.put_u32(self.rng.gen_range(1..=READ_BYTES_MAX));
-        let (outcome, keep) = match Self::call(c, wire::KIND_READ, &body).await {
-            Some((Status::Ok, mut reply)) if reply.len() >= 8 => {
-                let next = reply.get_i64();
-                match decode_records(reply, from) {
+        let options = FetchOptions {
+            max_wait_ms: self.rng.gen_range(0..=FETCH_WAIT_MS_MAX),
+            min_bytes: 1,
+            max_bytes: self.rng.gen_range(1..=READ_BYTES_MAX),
+            partition_max_bytes: self.rng.gen_range(1..=READ_BYTES_MAX),
+            isolation_level: 0,
+        };
+        let outcome = match client.fetch(TOPIC, 0, from, options).await {
+            Ok(fetched) if fetched.error == ErrorCode::NONE => {
+                match decode_records(fetched.records, from) {
                     Ok(records) => {
-                        *position = next;
-                        (Outcome::Read { records }, true)
+                        if let Some((last, _)) = records.last() {
+                            *position = last + 1;
+                        }
+                        Outcome::Read { records }
                     }
-                    Err(reason) => (Outcome::Failed { reason }, true),
+                    Err(reason) => Outcome::Failed { reason },
                 }
             }
-            Some((Status::OffsetOutOfRange, body)) => {
-                *position = 0;
-                (
-                    Outcome::Failed {
-                        reason: String::from_utf8_lossy(&body).into_owned(),
-                    },
-                    true,
-                )
+            Ok(fetched) => {
+                if fetched.error == ErrorCode::OFFSET_OUT_OF_RANGE {
+                    *position = 0;
+                }
+                Outcome::Failed {
+                    reason: format!("fetch from {from}: {}", fetched.error),
+                }
             }
-            Some((status, body)) => (
-                Outcome::Failed {
-                    reason: format!("{status:?}: {}", String::from_utf8_lossy(&body)),
-                },
-                true,
-            ),
-            None => (
-                Outcome::Failed {
-                    reason: "timeout or connection lost".into(),
-                },
-                false,
-            ),
+            Err(e) => Outcome::Failed {
+                reason: e.to_string(),
+            },
         };
         self.recorder.complete(op, outcome);
-        keep
     }
 }
 
-/// Decodes the workload's records (value = the 8-byte `Value`) at offsets >= `from`.
+/// Decodes the workload's records (value = the 8-byte `Value`) at offsets >= `from`. A
+/// partial batch at the end (a fetch cut at its byte limit) ends the records.
 pub fn decode_records(records: bytes::Bytes, from: i64) -> Result<Vec<(i64, Value)>, String> {
     let mut out = Vec::new();
     for item in record_batch::batches(records) {
-        let (_, batch) = item.map_err(|e| format!("bad batch in read: {e}"))?;
+        let (_, batch) = match item {
+            Ok(item) => item,
+            Err(BatchError::Truncated { .. }) => break,
+            Err(e) => return Err(format!("bad batch in read: {e}")),
+        };
         for record in record_batch::records(&batch).map_err(|e| e.to_string())? {
             let record = record.map_err(|e| e.to_string())?;
             if record.offset < from {

@@ -34,11 +34,10 @@ use samsa::rt::clock::Clock;
 use samsa::rt::disk::Disk;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 struct TestBroker {
     addr: SocketAddr,
-    stop: watch::Sender<bool>,
+    stop: Arc<samsa::rt::latch::Latch>,
     serving: tokio::task::JoinHandle<()>,
     broker: Arc<Broker>,
 }
@@ -66,8 +65,8 @@ impl TestBroker {
         let broker = Broker::open(config, Disk::real(dir).unwrap(), Clock::new())
             .await
             .expect("broker opens");
-        let (stop, stopped) = watch::channel(false);
-        let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stopped));
+        let stop = Arc::new(samsa::rt::latch::Latch::new());
+        let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stop.clone()));
         TestBroker {
             addr,
             stop,
@@ -77,7 +76,7 @@ impl TestBroker {
     }
 
     async fn stop(self) {
-        self.stop.send(true).unwrap();
+        self.stop.set();
         self.serving.await.unwrap();
         self.broker.close().await.unwrap();
     }

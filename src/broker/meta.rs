@@ -423,7 +423,12 @@ mod tests {
         let created = block_on(load_or_create(&disk, "logs", 5)).unwrap();
         assert_eq!(created.node_id, 5);
         assert_eq!(created.version, 1);
-        let on_disk = std::fs::read_to_string(tmp.path().join("logs/meta.properties")).unwrap();
+        let on_disk = String::from_utf8(
+            block_on(disk.read_file("logs/meta.properties"))
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
         assert!(on_disk.starts_with('#'));
         assert!(on_disk.contains(&format!("cluster.id={}\n", created.cluster_id)));
         assert!(on_disk.contains("node.id=5\n") && on_disk.contains("version=1\n"));
@@ -437,7 +442,12 @@ mod tests {
             "logs/meta.properties: 'node.id' is 5 but this node is configured with node.id 6: \
              the directory belongs to another node"
         );
-        let after = std::fs::read_to_string(tmp.path().join("logs/meta.properties")).unwrap();
+        let after = String::from_utf8(
+            block_on(disk.read_file("logs/meta.properties"))
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
         assert_eq!(after, on_disk, "a mismatch never rewrites the file");
     }
 

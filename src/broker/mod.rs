@@ -17,13 +17,14 @@ pub mod topics;
 
 use std::sync::Arc;
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 
 use crate::broker::config::BrokerConfig;
 use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
 use crate::rt::clock::Clock;
 use crate::rt::disk::{DirLock, Disk};
+use crate::rt::latch::Latch;
 use crate::rt::time::{self, Duration};
 
 /// Why the broker could not start.
@@ -120,11 +121,11 @@ impl Broker {
 
     /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
     /// `flush.ms` has passed). A failure is reported through [`Broker::health`].
-    pub async fn run_background(self: Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+    pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
         loop {
             tokio::select! {
                 biased;
-                _ = shutdown.changed() => return,
+                _ = shutdown.wait() => return,
                 _ = time::sleep(Duration::from_millis(FLUSH_CHECK_INTERVAL_MS)) => {}
             }
             for partition in self.topics.partitions().await {

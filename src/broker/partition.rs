@@ -16,8 +16,11 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use crate::broker::config::TopicConfig;
-use crate::log::{AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult};
+use crate::log::{
+    AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
+};
 use crate::protocol::wire::Uuid;
+use crate::rt::latch::Latch;
 
 /// Why a partition refused an operation.
 #[derive(Debug)]
@@ -53,33 +56,23 @@ impl std::error::Error for PartitionError {}
 /// (the `samsa broker` command, the simulated node) waits on it and exits.
 #[derive(Debug, Default)]
 pub struct LogDirHealth {
-    failed: AtomicBool,
-    notify: Notify,
+    failed: Latch,
 }
 
 impl LogDirHealth {
     pub fn fail(&self, why: &str) {
-        if !self.failed.swap(true, Ordering::AcqRel) {
+        if self.failed.set() {
             tracing::error!("log directory failed: {why}");
         }
-        self.notify.notify_waiters();
     }
 
     pub fn has_failed(&self) -> bool {
-        self.failed.load(Ordering::Acquire)
+        self.failed.is_set()
     }
 
     /// Returns once the log directory has failed.
     pub async fn failed(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.has_failed() {
-                return;
-            }
-            notified.await;
-        }
+        self.failed.wait().await
     }
 }
 
@@ -133,14 +126,14 @@ pub struct Partition {
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
+    /// What recovery found when the log was opened.
+    pub recovery: RecoveryReport,
 }
 
 impl Partition {
     pub fn new(
-        topic: String,
-        topic_id: Uuid,
-        index: i32,
-        log: Arc<Log>,
+        (topic, topic_id, index): (String, Uuid, i32),
+        (log, recovery): (Arc<Log>, RecoveryReport),
         config: TopicConfig,
         data_arrived: Arc<Notify>,
         health: Arc<LogDirHealth>,
@@ -159,6 +152,7 @@ impl Partition {
             deleted: AtomicBool::new(false),
             data_arrived,
             health,
+            recovery,
         }
     }
 

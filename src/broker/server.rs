@@ -19,12 +19,13 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 use crate::broker::handlers::{self, Reply, ResponsePart};
 use crate::broker::Broker;
 use crate::protocol::frame::{self, SIZE_PREFIX_BYTES};
 use crate::protocol::wire::EncodeError;
+use crate::rt::latch::Latch;
 use crate::rt::net::{self, ResponseWriter, TcpListener, TcpStream};
 use crate::rt::task::{self, JoinHandle};
 use crate::rt::time;
@@ -42,18 +43,14 @@ enum Outgoing {
     PendingParts(JoinHandle<Result<Vec<ResponsePart>, EncodeError>>),
 }
 
-/// Accepts connections until `shutdown` turns true, then waits (bounded) for the open ones.
-pub async fn serve(
-    broker: Arc<Broker>,
-    listener: TcpListener,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// Accepts connections until `shutdown` is set, then waits (bounded) for the open ones.
+pub async fn serve(broker: Arc<Broker>, listener: TcpListener, shutdown: Arc<Latch>) {
     let active = Arc::new(AtomicUsize::new(0));
     let max_connections = broker.config.max_connections;
     loop {
         tokio::select! {
             biased;
-            _ = shutdown.changed() => break,
+            _ = shutdown.wait() => break,
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(accepted) => accepted,
@@ -91,7 +88,7 @@ pub async fn connection(
     broker: Arc<Broker>,
     stream: TcpStream,
     peer: SocketAddr,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: Arc<Latch>,
 ) {
     let _ = stream.set_nodelay(true);
     let (mut reader, writer) = net::split(stream);
@@ -103,7 +100,7 @@ pub async fn connection(
     loop {
         let frame = tokio::select! {
             biased;
-            _ = shutdown.changed() => break,
+            _ = shutdown.wait() => break,
             frame = time::timeout(idle, read_frame(&mut reader, request_max)) => frame,
         };
         let frame = match frame {

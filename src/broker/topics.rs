@@ -622,10 +622,8 @@ async fn open_topic(
             );
         }
         partitions.push(Arc::new(Partition::new(
-            name.to_string(),
-            record.id,
-            index,
-            log,
+            (name.to_string(), record.id, index),
+            (log, report),
             config.clone(),
             data_arrived.clone(),
             health.clone(),

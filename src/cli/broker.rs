@@ -5,12 +5,11 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio::sync::watch;
-
 use crate::broker::config::{parse_override, BrokerConfig};
 use crate::broker::{server, Broker};
 use crate::rt::clock::Clock;
 use crate::rt::disk::Disk;
+use crate::rt::latch::Latch;
 use crate::rt::net::TcpListener;
 
 const USAGE: &str = "usage: samsa broker [FILE] [--override key=value]...
@@ -67,7 +66,7 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let text = match &args.file {
         None => None,
-        Some(path) => match std::fs::read_to_string(path) {
+        Some(path) => match crate::rt::disk::read_host_file(path) {
             Ok(text) => Some(text),
             Err(e) => {
                 eprintln!("samsa broker: cannot read {path}: {e}");
@@ -123,10 +122,9 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("listening on {address}: {e}"))?;
     tracing::info!(listener = %bound, log_dir = %log_dir, "samsa broker listening");
-    let (stop, stopped) = watch::channel(false);
-    let serving =
-        crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stopped.clone()));
-    let background = crate::rt::task::spawn(Arc::clone(&broker).run_background(stopped));
+    let stop = Arc::new(Latch::new());
+    let serving = crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stop.clone()));
+    let background = crate::rt::task::spawn(Arc::clone(&broker).run_background(stop.clone()));
     tokio::select! {
         biased;
         _ = broker.health.failed() => {
@@ -136,7 +134,7 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
         }
         signal = wait_for_signal() => tracing::info!("{signal}: shutting down"),
     }
-    let _ = stop.send(true);
+    stop.set();
     let _ = serving.await;
     let _ = background.await;
     broker

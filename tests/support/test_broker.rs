@@ -23,11 +23,10 @@ use samsa::rt::clock::Clock;
 use samsa::rt::disk::Disk;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
 
 pub struct TestBroker {
     pub addr: SocketAddr,
-    stop: watch::Sender<bool>,
+    stop: Arc<samsa::rt::latch::Latch>,
     serving: tokio::task::JoinHandle<()>,
     pub broker: Arc<Broker>,
 }
@@ -55,8 +54,8 @@ impl TestBroker {
         let broker = Broker::open(config, Disk::real(dir).unwrap(), Clock::new())
             .await
             .expect("broker opens");
-        let (stop, stopped) = watch::channel(false);
-        let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stopped));
+        let stop = Arc::new(samsa::rt::latch::Latch::new());
+        let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stop.clone()));
         TestBroker {
             addr,
             stop,
@@ -66,7 +65,7 @@ impl TestBroker {
     }
 
     pub async fn stop(self) {
-        self.stop.send(true).unwrap();
+        self.stop.set();
         self.serving.await.unwrap();
         self.broker.close().await.unwrap();
     }

@@ -27,7 +27,7 @@ use crate::log::FileRegion;
 use crate::protocol::frame::Request;
 use crate::protocol::header::ResponseHeader;
 use crate::protocol::message::Message;
-use crate::protocol::wire::{DecodeError, EncodeError};
+use crate::protocol::wire::{DecodeError, EncodeError, Reader};
 use crate::protocol::{api_info, response_header_version};
 
 /// A response still being worked out (waiting for a sync or for data).
@@ -119,8 +119,21 @@ pub fn encode_response<M: Message>(
     Ok(out.freeze())
 }
 
+/// Decodes a request body. Bytes after the body are ignored, as Kafka ignores them:
+/// librdkafka 2.12 sends three stray bytes after a Metadata v13 body, and refusing them would
+/// cut off a client that works with Kafka.
 fn decode<M: Message>(request: &Request) -> Result<M, DecodeError> {
-    M::decode_exact(request.body.clone(), request.api_version())
+    let mut reader = Reader::new(request.body.clone());
+    let message = M::decode(&mut reader, request.api_version())?;
+    if reader.remaining() > 0 {
+        tracing::debug!(
+            api_key = request.api_key(),
+            api_version = request.api_version(),
+            trailing = reader.remaining(),
+            "ignoring bytes after a request body"
+        );
+    }
+    Ok(message)
 }
 
 fn malformed(request: &Request, e: DecodeError) -> Reply {

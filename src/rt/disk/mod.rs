@@ -40,6 +40,14 @@ enum DiskKind {
     Mem(MemDisk),
 }
 
+/// Reads a whole file of the host by its own path, outside any [`Disk`]: for the few files a
+/// program is pointed at from its command line (a `server.properties`). Never used by code
+/// that runs under simulation.
+#[allow(clippy::disallowed_methods)]
+pub fn read_host_file(path: &str) -> io::Result<String> {
+    std::fs::read_to_string(path)
+}
+
 /// An exclusive lock from [`Disk::lock`], released when dropped (or when the process dies).
 #[derive(Debug)]
 pub struct DirLock {
