@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use crate::broker::config::TopicConfig;
 use crate::log::{
-    AppendInfo, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
+    AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
 };
 use crate::protocol::wire::Uuid;
 use crate::rt::latch::Latch;
@@ -83,6 +83,32 @@ pub enum ReadBound {
     HighWatermark,
     /// Followers (step 5) read up to the log end.
     LogEnd,
+}
+
+/// Records read for a response (see [`Partition::read_for_send`]).
+#[derive(Clone, Debug)]
+pub enum SendRecords {
+    /// Copied into memory.
+    Bytes(Bytes),
+    /// Regions of segment files, in log order, `total_len` bytes in all.
+    Regions {
+        regions: Vec<FileRegion>,
+        total_len: usize,
+    },
+}
+
+impl SendRecords {
+    /// The bytes of records, wherever they are.
+    pub fn len(&self) -> usize {
+        match self {
+            SendRecords::Bytes(bytes) => bytes.len(),
+            SendRecords::Regions { total_len, .. } => *total_len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// One partition of a topic, led by this node.
@@ -249,6 +275,53 @@ impl Partition {
             .read(offset, max_bytes, max_offset)
             .await
             .map_err(|e| self.log_error(e))
+    }
+
+    /// [`Partition::read`] for a response on its way to a socket: the batches as regions of
+    /// the segment file, to be sent without a copy, when there are at least `copy_below_bytes`
+    /// of them; copied bytes otherwise (a small copy is cheaper than a `sendfile` call each),
+    /// and always with `verify_crc_on_read`, whose check needs the bytes in memory.
+    ///
+    /// Regions are sent after the log's lock is released. With [`ReadBound::HighWatermark`]
+    /// that is safe: a single node never truncates below its high watermark, so the bytes
+    /// under a region cannot change (see [`Log::read_regions`]). [`ReadBound::LogEnd`] reads
+    /// (followers) can race a truncation, so they always take the copying path, which reads
+    /// under the lock.
+    pub async fn read_for_send(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        bound: ReadBound,
+        copy_below_bytes: usize,
+    ) -> Result<SendRecords, PartitionError> {
+        if self.log.config().verify_crc_on_read || bound == ReadBound::LogEnd {
+            let read = self.read(offset, max_bytes, bound).await?;
+            return Ok(SendRecords::Bytes(read.records));
+        }
+        self.check_live()?;
+        let read = self
+            .log
+            .read_regions(offset, max_bytes, self.high_watermark())
+            .await
+            .map_err(|e| self.log_error(e))?;
+        if read.total_len >= copy_below_bytes {
+            return Ok(SendRecords::Regions {
+                regions: read.regions,
+                total_len: read.total_len,
+            });
+        }
+        let bytes = match read.regions.as_slice() {
+            [] => Bytes::new(),
+            [one] => one.read().await.map_err(|e| self.log_error(e))?,
+            many => {
+                let mut bytes = bytes::BytesMut::with_capacity(read.total_len);
+                for region in many {
+                    bytes.extend_from_slice(&region.read().await.map_err(|e| self.log_error(e))?);
+                }
+                bytes.freeze()
+            }
+        };
+        Ok(SendRecords::Bytes(bytes))
     }
 
     /// Syncs in page-cache mode when `flush.ms` has passed (Kafka's log flusher).

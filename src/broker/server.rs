@@ -18,15 +18,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 
-use crate::broker::handlers::{self, Reply};
+use crate::broker::handlers::{self, Reply, ResponsePart};
 use crate::broker::Broker;
 use crate::protocol::frame::{self, SIZE_PREFIX_BYTES};
 use crate::protocol::wire::EncodeError;
 use crate::rt::latch::Latch;
-use crate::rt::net::{TcpListener, TcpStream};
+use crate::rt::net::{self, ResponseWriter, TcpListener, TcpStream};
 use crate::rt::task::{self, JoinHandle};
 use crate::rt::time;
 
@@ -39,6 +39,8 @@ pub const SHUTDOWN_DRAIN_MS_MAX: u64 = 5_000;
 enum Outgoing {
     Ready(Bytes),
     Pending(JoinHandle<Result<Bytes, EncodeError>>),
+    /// A response in parts, some of them file regions sent without a copy (Fetch).
+    PendingParts(JoinHandle<Result<Vec<ResponsePart>, EncodeError>>),
 }
 
 /// Accepts connections until `shutdown` is set, then waits (bounded) for the open ones.
@@ -89,7 +91,7 @@ pub async fn connection(
     shutdown: Arc<Latch>,
 ) {
     let _ = stream.set_nodelay(true);
-    let (mut reader, writer) = tokio::io::split(stream);
+    let (mut reader, writer) = net::split(stream);
     let queued_max = broker.config.queued_max_requests.max(1);
     let (outgoing, queue) = mpsc::channel(queued_max);
     let write_task = task::spawn(write_loop(writer, queue, peer));
@@ -123,6 +125,7 @@ pub async fn connection(
         let next = match handlers::dispatch(&broker, request).await {
             Reply::Now(bytes) => Outgoing::Ready(bytes),
             Reply::Later(work) => Outgoing::Pending(task::spawn(work)),
+            Reply::LaterParts(work) => Outgoing::PendingParts(task::spawn(work)),
             Reply::Silent(work) => {
                 if let Some(work) = work {
                     // Nobody waits for the answer; the task still completes the append.
@@ -184,33 +187,32 @@ async fn read_frame<R: AsyncRead + Unpin>(
     Ok(Some(buf.freeze()))
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(
-    mut writer: W,
+async fn write_loop(
+    mut writer: ResponseWriter,
     mut queue: mpsc::Receiver<Outgoing>,
     peer: SocketAddr,
 ) {
     while let Some(next) = queue.recv().await {
-        let bytes = match next {
-            Outgoing::Ready(bytes) => bytes,
+        let parts = match next {
+            Outgoing::Ready(bytes) => vec![ResponsePart::Bytes(bytes)],
             Outgoing::Pending(handle) => match handle.await {
-                Ok(Ok(bytes)) => bytes,
-                Ok(Err(e)) => {
-                    tracing::error!(%peer, "closing connection: encoding a response failed: {e}");
-                    return;
-                }
-                Err(e) => {
-                    tracing::error!(%peer, "closing connection: a request handler failed: {e}");
-                    return;
-                }
+                Ok(Ok(bytes)) => vec![ResponsePart::Bytes(bytes)],
+                Ok(Err(e)) => return encode_failed(peer, &e),
+                Err(e) => return handler_failed(peer, &e),
+            },
+            Outgoing::PendingParts(handle) => match handle.await {
+                Ok(Ok(parts)) => parts,
+                Ok(Err(e)) => return encode_failed(peer, &e),
+                Err(e) => return handler_failed(peer, &e),
             },
         };
-        let Ok(size) = u32::try_from(bytes.len()) else {
-            tracing::error!(%peer, len = bytes.len(), "closing connection: response larger than 4 GiB");
+        let total: usize = parts.iter().map(ResponsePart::len).sum();
+        let Ok(size) = u32::try_from(total) else {
+            tracing::error!(%peer, len = total, "closing connection: response larger than 4 GiB");
             return;
         };
         let written = async {
-            writer.write_all(&size.to_be_bytes()).await?;
-            writer.write_all(&bytes).await?;
+            write_parts(&mut writer, size, parts).await?;
             if queue.is_empty() {
                 writer.flush().await?;
             }
@@ -218,10 +220,50 @@ async fn write_loop<W: AsyncWrite + Unpin>(
         }
         .await;
         if let Err(e) = written {
+            // A region whose file was truncated while queued also ends here: the size prefix
+            // is out, so closing is the only honest answer (the client retries the fetch).
             tracing::debug!(%peer, error = %e, "writing a response failed; closing");
             return;
         }
     }
     let _ = writer.flush().await;
     let _ = writer.shutdown().await;
+}
+
+/// Writes one response: its size prefix, then each part in order. The prefix travels with the
+/// first part when that is in memory (the usual case), saving a write.
+async fn write_parts(
+    writer: &mut ResponseWriter,
+    size: u32,
+    parts: Vec<ResponsePart>,
+) -> std::io::Result<()> {
+    let mut parts = parts.into_iter().peekable();
+    let mut first = Vec::with_capacity(SIZE_PREFIX_BYTES);
+    first.extend_from_slice(&size.to_be_bytes());
+    if let Some(ResponsePart::Bytes(bytes)) = parts.peek() {
+        if bytes.len() <= READ_CHUNK_BYTES {
+            first.extend_from_slice(bytes);
+            parts.next();
+        }
+    }
+    writer.write_all(&first).await?;
+    for part in parts {
+        match part {
+            ResponsePart::Bytes(bytes) => writer.write_all(&bytes).await?,
+            ResponsePart::Region(region) => {
+                writer
+                    .send_file_region(&region.file, region.position, region.len)
+                    .await?
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode_failed(peer: SocketAddr, e: &EncodeError) {
+    tracing::error!(%peer, "closing connection: encoding a response failed: {e}");
+}
+
+fn handler_failed(peer: SocketAddr, e: &task::JoinError) {
+    tracing::error!(%peer, "closing connection: a request handler failed: {e}");
 }

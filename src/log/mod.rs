@@ -243,6 +243,75 @@ pub struct ReadResult {
     pub log_end_offset: i64,
 }
 
+/// A byte range of one segment's log file holding whole batches, with an open handle to the
+/// file (see [`Log::read_regions`]).
+#[derive(Clone, Debug)]
+pub struct FileRegion {
+    pub file: File,
+    pub position: u64,
+    pub len: usize,
+}
+
+impl FileRegion {
+    /// Reads the region's bytes: the copying path, for small fetches.
+    pub async fn read(&self) -> Result<Bytes, LogError> {
+        let bytes = self
+            .file
+            .read_at(self.position, self.len)
+            .await
+            .map_err(|e| LogError::io("read", self.file.path(), e))?;
+        if bytes.len() != self.len {
+            return Err(LogError::Corrupt {
+                segment: self.file.path().to_string(),
+                position: self.position,
+                reason: format!("short read: {} of {} bytes", bytes.len(), self.len),
+            });
+        }
+        Ok(bytes)
+    }
+}
+
+/// Whole batches returned by [`Log::read_regions`], as file regions instead of bytes.
+#[derive(Clone, Debug)]
+pub struct ReadRegions {
+    /// In log order; empty when nothing is returned. (Reads come from one segment, so there
+    /// is at most one region today; callers must not rely on that.)
+    pub regions: Vec<FileRegion>,
+    /// The sum of the regions' lengths.
+    pub total_len: usize,
+    /// One past the last offset returned (the requested offset if nothing was returned).
+    pub next_offset: i64,
+    pub log_start_offset: i64,
+    pub log_end_offset: i64,
+}
+
+/// What the lookup shared by [`Log::read`] and [`Log::read_regions`] found: the batches as
+/// (segment base offset, position, length), if any, and the offsets to report.
+struct Located {
+    range: Option<(i64, u64, usize)>,
+    next_offset: i64,
+    log_start_offset: i64,
+    log_end_offset: i64,
+}
+
+/// Checks every batch's CRC in bytes read from `segment` at `start`, refusing the read at the
+/// first that fails (`verify_crc_on_read`).
+fn verify_batches(segment: &Segment, start: u64, records: &Bytes) -> Result<(), LogError> {
+    let mut at = start;
+    for item in record_batch::batches(records.clone()) {
+        let verified = item.and_then(|(_, batch)| record_batch::verify(&batch).map(|_| batch));
+        match verified {
+            Ok(batch) => at += batch.len() as u64,
+            Err(e) => {
+                let err = segment.corrupt(at, e.to_string());
+                tracing::error!(error = %err, "refusing to serve corrupt batch");
+                return Err(err);
+            }
+        }
+    }
+    Ok(())
+}
+
 #[derive(Debug)]
 struct State {
     segments: BTreeMap<i64, Segment>,
@@ -671,7 +740,8 @@ impl Log {
 
     /// Reads whole batches holding offsets from `offset` on, up to about `max_bytes` (but at
     /// least one batch, KIP-74), never returning a batch that ends above `max_offset` (the
-    /// caller's high watermark). Reads come from one segment at a time.
+    /// caller's high watermark). Reads come from one segment at a time. The bytes are read
+    /// under the state lock, so no truncation can interleave with the read.
     pub async fn read(
         &self,
         offset: i64,
@@ -679,6 +749,84 @@ impl Log {
         max_offset: i64,
     ) -> Result<ReadResult, LogError> {
         let state = self.state.lock().await;
+        let found = self.locate(&state, offset, max_bytes, max_offset).await?;
+        let records = match &found.range {
+            Some((base, start, len)) => {
+                let segment = state
+                    .segments
+                    .get(base)
+                    .expect("locate names a segment of the locked state");
+                let records = segment.read(*start, *len).await?;
+                if self.config.verify_crc_on_read {
+                    verify_batches(segment, *start, &records)?;
+                }
+                records
+            }
+            None => Bytes::new(),
+        };
+        Ok(ReadResult {
+            records,
+            next_offset: found.next_offset,
+            log_start_offset: found.log_start_offset,
+            log_end_offset: found.log_end_offset,
+        })
+    }
+
+    /// [`Log::read`] without reading: the same batches (same boundaries, KIP-74 and
+    /// `max_offset` rules, because both are built on one lookup), returned as regions of the
+    /// segment file for a zero-copy send.
+    ///
+    /// The regions outlive the state lock. Each holds an open handle to its file, so a
+    /// segment removed meanwhile (retention, topic deletion) stays readable through it. A
+    /// truncation below a region would change the bytes under it; callers prevent that by
+    /// bounding `max_offset` by the high watermark, below which a single node never truncates
+    /// (replication, which can truncate above a follower's high watermark, must keep its own
+    /// reads on [`Log::read`] or check again). A send that finds its file shorter than the
+    /// region fails rather than pad (see `rt::net::ResponseWriter::send_file_region`); the
+    /// bound matters even after a send returns, because `sendfile` passes page-cache pages
+    /// by reference and a later truncation can still change bytes in flight.
+    ///
+    /// The CRC is not checked here: with `verify_crc_on_read` callers use [`Log::read`].
+    pub async fn read_regions(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<ReadRegions, LogError> {
+        let state = self.state.lock().await;
+        let found = self.locate(&state, offset, max_bytes, max_offset).await?;
+        let mut regions = Vec::new();
+        let mut total_len = 0;
+        if let Some((base, position, len)) = found.range {
+            let segment = state
+                .segments
+                .get(&base)
+                .expect("locate names a segment of the locked state");
+            regions.push(FileRegion {
+                file: segment.log.clone(),
+                position,
+                len,
+            });
+            total_len = len;
+        }
+        Ok(ReadRegions {
+            regions,
+            total_len,
+            next_offset: found.next_offset,
+            log_start_offset: found.log_start_offset,
+            log_end_offset: found.log_end_offset,
+        })
+    }
+
+    /// The lookup behind [`Log::read`] and [`Log::read_regions`]: the byte range of whole
+    /// batches to return, and the offsets to report.
+    async fn locate(
+        &self,
+        state: &State,
+        offset: i64,
+        max_bytes: usize,
+        max_offset: i64,
+    ) -> Result<Located, LogError> {
         state.online()?;
         let out_of_range = || LogError::OffsetOutOfRange {
             offset,
@@ -689,16 +837,16 @@ impl Log {
             return Err(out_of_range());
         }
         let bound = max_offset.min(state.log_end_offset);
-        let empty = ReadResult {
-            records: Bytes::new(),
+        let mut found = Located {
+            range: None,
             next_offset: offset,
             log_start_offset: state.log_start_offset,
             log_end_offset: state.log_end_offset,
         };
         if offset >= bound {
-            return Ok(empty);
+            return Ok(found);
         }
-        let Some((_, segment)) = state.segments.range(..=offset).next_back() else {
+        let Some((&base, segment)) = state.segments.range(..=offset).next_back() else {
             return Err(out_of_range());
         };
         // Find the batch holding `offset`, starting from the index's hint.
@@ -725,7 +873,7 @@ impl Log {
             return Err(err);
         }
         if first.next_offset() > bound {
-            return Ok(empty);
+            return Ok(found);
         }
         // Extend over whole batches while they fit in max_bytes and stay below the bound.
         let start = position;
@@ -744,28 +892,11 @@ impl Log {
             end += len;
             next_offset = header.next_offset();
         }
-        let records = segment.read(start, (end - start) as usize).await?;
-        if self.config.verify_crc_on_read {
-            let mut at = start;
-            for item in record_batch::batches(records.clone()) {
-                let verified =
-                    item.and_then(|(_, batch)| record_batch::verify(&batch).map(|_| batch));
-                match verified {
-                    Ok(batch) => at += batch.len() as u64,
-                    Err(e) => {
-                        let err = segment.corrupt(at, e.to_string());
-                        tracing::error!(error = %err, "refusing to serve corrupt batch");
-                        return Err(err);
-                    }
-                }
-            }
-        }
-        Ok(ReadResult {
-            records,
-            next_offset,
-            log_start_offset: state.log_start_offset,
-            log_end_offset: state.log_end_offset,
-        })
+        let len = usize::try_from(end - start)
+            .map_err(|_| segment.corrupt(start, format!("a read of {} bytes", end - start)))?;
+        found.range = Some((base, start, len));
+        found.next_offset = next_offset;
+        Ok(found)
     }
 
     /// The base offset of the first batch whose max timestamp is >= `timestamp`, or `None` if

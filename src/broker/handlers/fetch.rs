@@ -6,30 +6,68 @@
 //! watermark advance fires; each wake-up re-reads the partitions. Fetch sessions (KIP-227)
 //! are not kept yet: every answer has session id 0, which tells a client the broker made no
 //! session, so it keeps sending full fetches (a valid Kafka answer when the cache is full).
+//!
+//! Zero copy (design §4). A partition's records of at least [`ZERO_COPY_BYTES_MIN`] bytes are
+//! not read: they stay regions of the segment file, and [`encode_parts`] encodes the response
+//! around them as a list of [`ResponsePart`]s, which the connection writes with the records
+//! going from file to socket by `sendfile` (`rt::net`). Invariant: the parts, concatenated
+//! with the regions' bytes, are byte for byte the plain encoding of the same response.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
-use crate::broker::handlers::partition_error_code;
-use crate::broker::partition::{PartitionError, ReadBound};
+use crate::broker::handlers::{encode_response, partition_error_code, ResponsePart};
+use crate::broker::partition::{PartitionError, ReadBound, SendRecords};
 use crate::broker::Broker;
-use crate::log::LogError;
+use crate::log::{FileRegion, LogError};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
 use crate::protocol::types::Offset;
+use crate::protocol::wire::{put, EncodeError, EncodeErrorKind, BYTES_LEN_MAX};
 use crate::rt::time;
 
 /// The longest a fetch waits for data, whatever the client asks: a bound on how long a
 /// connection's later responses can queue behind a fetch.
 pub const FETCH_WAIT_MS_MAX: u64 = 60_000;
 
-pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> FetchResponse {
+/// A partition's records smaller than this are copied into the response instead of sent from
+/// the file. Measured with `cargo bench --bench send_file` (loopback, page cache, 2 vCPUs):
+/// a copied response is ~20-45% faster at 1-16 KiB, the two are level at 32 KiB, and
+/// `sendfile` wins from 64 KiB on (3-4x at 256 KiB and above, where a copy also pays for a
+/// fresh large allocation per response).
+pub const ZERO_COPY_BYTES_MIN: usize = 32 * 1024;
+
+/// Records of one partition left in segment files, and where they go in the response.
+#[derive(Clone, Debug)]
+pub struct RegionRecords {
+    /// Index of the topic in `FetchResponse::responses`.
+    pub topic: usize,
+    /// Index of the partition in that topic's `partitions`.
+    pub partition: usize,
+    /// The records, in log order.
+    pub regions: Vec<FileRegion>,
+    /// The sum of the regions' lengths.
+    pub total_len: usize,
+}
+
+/// A fetch's answer: the response, whose partitions in `regions` have empty records standing
+/// for the file regions that [`encode_parts`] puts in their place.
+#[derive(Clone, Debug, Default)]
+pub struct Fetched {
+    pub response: FetchResponse,
+    pub regions: Vec<RegionRecords>,
+}
+
+pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> Fetched {
     if request.session_id != 0 {
-        return FetchResponse {
-            error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code(),
-            ..Default::default()
+        return Fetched {
+            response: FetchResponse {
+                error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code(),
+                ..Default::default()
+            },
+            regions: Vec::new(),
         };
     }
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
@@ -54,13 +92,14 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
     }
 }
 
-/// One pass over the requested partitions: the response, the record bytes in it and whether
+/// One pass over the requested partitions: the answer, the record bytes in it and whether
 /// any partition had an error (which answers the fetch at once, as Kafka does).
 async fn read_all(
     broker: &Arc<Broker>,
     version: i16,
     request: &FetchRequest,
-) -> (FetchResponse, usize, bool) {
+) -> (Fetched, usize, bool) {
+    let mut regions = Vec::new();
     let mut budget = usize::try_from(request.max_bytes).unwrap_or(0);
     let mut total = 0usize;
     let mut errors = false;
@@ -104,15 +143,35 @@ async fn read_all(
                 Ok(None)
             } else {
                 partition
-                    .read(wanted.fetch_offset.0, limit, ReadBound::HighWatermark)
+                    .read_for_send(
+                        wanted.fetch_offset.0,
+                        limit,
+                        ReadBound::HighWatermark,
+                        ZERO_COPY_BYTES_MIN,
+                    )
                     .await
                     .map(Some)
             };
             let data = match result {
                 Ok(read) => {
-                    let records = read.map(|r| r.records).unwrap_or_default();
-                    total += records.len();
-                    budget = budget.saturating_sub(records.len());
+                    let read = read.unwrap_or(SendRecords::Bytes(Bytes::new()));
+                    total += read.len();
+                    budget = budget.saturating_sub(read.len());
+                    let records = match read {
+                        SendRecords::Bytes(bytes) => bytes,
+                        SendRecords::Regions {
+                            regions: in_files,
+                            total_len,
+                        } => {
+                            regions.push(RegionRecords {
+                                topic: responses.len(),
+                                partition: partitions.len(),
+                                regions: in_files,
+                                total_len,
+                            });
+                            Bytes::new()
+                        }
+                    };
                     PartitionData {
                         partition_index: wanted.partition,
                         error_code: 0,
@@ -159,5 +218,86 @@ async fn read_all(
         responses,
         ..Default::default()
     };
-    (response, total, errors)
+    (Fetched { response, regions }, total, errors)
+}
+
+/// Encodes a fetch's answer with its response header as parts: the encoded bytes around each
+/// partition's records, and the file regions holding those records (see the module docs).
+///
+/// How the records' places are found: the response is encoded twice, with every region's
+/// records replaced by one byte, 0x00 in the first encoding and 0xFF in the second. Nothing
+/// else differs, so the two encodings have the same length and differ in exactly one byte per
+/// region, in encoding order. Each such byte is cut out together with the length prefix the
+/// one-byte value had, and the prefix for the region's real length is written instead (the
+/// classic int32, or the compact unsigned varint of length + 1 in flexible versions). This
+/// costs two encodings of a response without its records (small), and cannot be fooled by any
+/// value in the response, unlike a searched-for marker.
+pub fn encode_parts(
+    correlation_id: i32,
+    version: i16,
+    fetched: Fetched,
+) -> Result<Vec<ResponsePart>, EncodeError> {
+    let Fetched {
+        mut response,
+        mut regions,
+    } = fetched;
+    let api_key = FetchRequest::API_KEY;
+    if regions.is_empty() {
+        let bytes = encode_response(correlation_id, api_key, version, &response)?;
+        return Ok(vec![ResponsePart::Bytes(bytes)]);
+    }
+    // Encoding order: topics in order, each topic's partitions in order.
+    regions.sort_by_key(|r| (r.topic, r.partition));
+    let mut encode_with_marker = |marker: &'static [u8]| {
+        for r in &regions {
+            let data = response
+                .responses
+                .get_mut(r.topic)
+                .and_then(|t| t.partitions.get_mut(r.partition));
+            let data = data.expect("a region names a partition of the response it came with");
+            data.records = Some(Bytes::from_static(marker));
+        }
+        encode_response(correlation_id, api_key, version, &response)
+    };
+    let low = encode_with_marker(&[0x00])?;
+    let high = encode_with_marker(&[0xFF])?;
+    assert_eq!(
+        low.len(),
+        high.len(),
+        "encodings differing in one byte value have one length"
+    );
+    let marks: Vec<usize> = low
+        .iter()
+        .zip(high.iter())
+        .enumerate()
+        .filter_map(|(i, (a, b))| (a != b).then_some(i))
+        .collect();
+    assert_eq!(
+        marks.len(),
+        regions.len(),
+        "the two encodings differ in exactly one byte per region"
+    );
+    let compact = version >= FetchResponse::FLEXIBLE_VERSIONS_FROM;
+    let marker_prefix_len = put::bytes_len_len(Some(1), compact);
+    let mut parts = Vec::with_capacity(2 * regions.len() + 1);
+    let mut from = 0;
+    for (mark, r) in marks.into_iter().zip(regions) {
+        if r.total_len > BYTES_LEN_MAX {
+            return Err(EncodeError::new(EncodeErrorKind::TooLong {
+                len: r.total_len,
+            }));
+        }
+        let prefix_at = mark
+            .checked_sub(marker_prefix_len)
+            .filter(|at| *at >= from)
+            .expect("a marker byte follows its own length prefix");
+        let mut head = BytesMut::with_capacity(prefix_at - from + 5);
+        head.extend_from_slice(&low[from..prefix_at]);
+        put::bytes_len(&mut head, Some(r.total_len), compact);
+        parts.push(ResponsePart::Bytes(head.freeze()));
+        parts.extend(r.regions.into_iter().map(ResponsePart::Region));
+        from = mark + 1;
+    }
+    parts.push(ResponsePart::Bytes(low.slice(from..)));
+    Ok(parts)
 }

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 
 use crate::broker::Broker;
+use crate::log::FileRegion;
 use crate::protocol::frame::Request;
 use crate::protocol::header::ResponseHeader;
 use crate::protocol::message::Message;
@@ -32,12 +33,40 @@ use crate::protocol::{api_info, response_header_version};
 /// A response still being worked out (waiting for a sync or for data).
 pub type Deferred = Pin<Box<dyn Future<Output = Result<Bytes, EncodeError>> + Send>>;
 
+/// One piece of an encoded response: bytes in memory, or a region of a segment file that the
+/// connection sends without copying it (design §4). The pieces of a response, concatenated in
+/// order, are exactly its encoding.
+#[derive(Clone, Debug)]
+pub enum ResponsePart {
+    Bytes(Bytes),
+    Region(FileRegion),
+}
+
+impl ResponsePart {
+    pub fn len(&self) -> usize {
+        match self {
+            ResponsePart::Bytes(bytes) => bytes.len(),
+            ResponsePart::Region(region) => region.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A response still being worked out, encoded as parts (Fetch, whose records stay in files).
+pub type DeferredParts =
+    Pin<Box<dyn Future<Output = Result<Vec<ResponsePart>, EncodeError>> + Send>>;
+
 /// What the connection does after starting a request.
 pub enum Reply {
     /// The encoded response (header and body, without the size prefix).
     Now(Bytes),
     /// The response once the future completes.
     Later(Deferred),
+    /// The response, in parts, once the future completes.
+    LaterParts(DeferredParts),
     /// Nothing is sent back (a produce with acks=0), but work may remain.
     Silent(Option<Deferred>),
     /// The request cannot be answered; the connection is closed, as Kafka does.
@@ -158,9 +187,9 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         fetch::FetchRequest::API_KEY => match decode(&request) {
             Ok(req) => {
                 let broker = broker.clone();
-                Reply::Later(Box::pin(async move {
-                    let response = self::fetch::handle(&broker, version, req).await;
-                    encode_response(correlation_id, fetch::FetchRequest::API_KEY, version, &response)
+                Reply::LaterParts(Box::pin(async move {
+                    let fetched = self::fetch::handle(&broker, version, req).await;
+                    self::fetch::encode_parts(correlation_id, version, fetched)
                 }))
             }
             Err(e) => malformed(&request, e),

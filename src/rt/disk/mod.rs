@@ -271,4 +271,15 @@ impl File {
             FileKind::Mem(f) => f.len(),
         }
     }
+
+    /// The host file descriptor behind a real file, for `rt::net`'s zero-copy send; `None` for
+    /// a simulated file, which has none. The descriptor stays open while this `File` (or any
+    /// clone of it) lives, even if the file is removed meanwhile.
+    #[cfg(all(target_os = "linux", not(feature = "sim")))]
+    pub(crate) fn raw_fd(&self) -> Option<std::os::unix::io::RawFd> {
+        match &self.kind {
+            FileKind::Real(f) => Some(f.raw_fd()),
+            FileKind::Mem(_) => None,
+        }
+    }
 }

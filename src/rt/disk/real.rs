@@ -171,4 +171,10 @@ impl RealFile {
     pub(super) fn len(&self) -> io::Result<u64> {
         Ok(self.file.metadata()?.len())
     }
+
+    #[cfg(all(target_os = "linux", not(feature = "sim")))]
+    pub(super) fn raw_fd(&self) -> std::os::unix::io::RawFd {
+        use std::os::unix::io::AsRawFd;
+        self.file.as_raw_fd()
+    }
 }
