@@ -6,159 +6,27 @@
 #![cfg(not(feature = "sim"))]
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use samsa::broker::config::BrokerConfig;
-use samsa::broker::{server, Broker};
 use samsa::protocol::api_versions::{ApiVersionsRequest, ApiVersionsResponse};
-use samsa::protocol::create_topics::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
-};
+use samsa::protocol::create_topics::{CreatableTopic, CreateTopicsRequest, CreateTopicsResponse};
 use samsa::protocol::delete_topics::{DeleteTopicsRequest, DeleteTopicsResponse};
 use samsa::protocol::error::ErrorCode;
 use samsa::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
-use samsa::protocol::header::{RequestHeader, ResponseHeader};
 use samsa::protocol::list_offsets::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
 };
-use samsa::protocol::message::Message;
 use samsa::protocol::metadata::{MetadataRequest, MetadataRequestTopic, MetadataResponse};
 use samsa::protocol::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
 use samsa::protocol::record_batch::{self, BatchBuilder};
 use samsa::protocol::types::{NodeId, Offset};
-use samsa::protocol::{request_header_version, response_header_version};
-use samsa::rt::clock::Clock;
-use samsa::rt::disk::Disk;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
-struct TestBroker {
-    addr: SocketAddr,
-    stop: Arc<samsa::rt::latch::Latch>,
-    serving: tokio::task::JoinHandle<()>,
-    broker: Arc<Broker>,
-}
+#[path = "support/test_broker.rs"]
+mod test_broker;
 
-impl TestBroker {
-    async fn start(dir: &std::path::Path, overrides: &[(&str, &str)]) -> TestBroker {
-        let mut pairs: Vec<(String, String)> = vec![(
-            "listeners".to_string(),
-            "PLAINTEXT://127.0.0.1:0".to_string(),
-        )];
-        pairs.extend(
-            overrides
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
-        let mut config = BrokerConfig::load(None, &pairs).expect("test config is valid");
-        let listener = samsa::rt::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .unwrap();
-        let addr = listener.local_addr().unwrap();
-        // Metadata must advertise the port actually bound.
-        for endpoint in config.advertised_listeners.iter_mut() {
-            endpoint.port = addr.port();
-        }
-        let broker = Broker::open(config, Disk::real(dir).unwrap(), Clock::new())
-            .await
-            .expect("broker opens");
-        let stop = Arc::new(samsa::rt::latch::Latch::new());
-        let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stop.clone()));
-        TestBroker {
-            addr,
-            stop,
-            serving,
-            broker,
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.set();
-        self.serving.await.unwrap();
-        self.broker.close().await.unwrap();
-    }
-
-    async fn connect(&self) -> Conn {
-        Conn {
-            stream: TcpStream::connect(self.addr).await.unwrap(),
-            correlation_id: 0,
-        }
-    }
-}
-
-struct Conn {
-    stream: TcpStream,
-    correlation_id: i32,
-}
-
-impl Conn {
-    async fn send_frame(&mut self, frame: &[u8]) {
-        self.stream
-            .write_all(&(frame.len() as u32).to_be_bytes())
-            .await
-            .unwrap();
-        self.stream.write_all(frame).await.unwrap();
-    }
-
-    /// The next response frame, or `None` if the broker closed the connection.
-    async fn read_frame(&mut self) -> Option<Bytes> {
-        let mut prefix = [0u8; 4];
-        self.stream.read_exact(&mut prefix).await.ok()?;
-        let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
-        self.stream.read_exact(&mut body).await.ok()?;
-        Some(Bytes::from(body))
-    }
-
-    fn request<Req: Message>(&mut self, version: i16, request: &Req) -> BytesMut {
-        self.correlation_id += 1;
-        let header = RequestHeader {
-            request_api_key: Req::API_KEY,
-            request_api_version: version,
-            correlation_id: self.correlation_id,
-            client_id: Some("broker-api-test".to_string()),
-        };
-        let header_version = request_header_version(Req::API_KEY, version).unwrap();
-        let mut out = BytesMut::new();
-        header.encode(&mut out, header_version).unwrap();
-        request.encode(&mut out, version).unwrap();
-        out
-    }
-
-    async fn call<Req: Message, Resp: Message>(&mut self, version: i16, request: &Req) -> Resp {
-        let frame = self.request(version, request);
-        self.send_frame(&frame).await;
-        let mut reply = self.read_frame().await.expect("broker answered");
-        let header_version = response_header_version(Req::API_KEY, version).unwrap();
-        let header = ResponseHeader::decode(
-            &mut samsa::protocol::wire::Reader::new(reply.clone()),
-            header_version,
-        )
-        .unwrap();
-        assert_eq!(header.correlation_id, self.correlation_id);
-        reply.advance(header.encoded_len(header_version));
-        Resp::decode_exact(reply, version).expect("response decodes")
-    }
-}
-
-fn topic(name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreatableTopic {
-    CreatableTopic {
-        name: name.to_string(),
-        num_partitions: partitions,
-        replication_factor: -1,
-        configs: configs
-            .iter()
-            .map(|(k, v)| CreatableTopicConfig {
-                name: k.to_string(),
-                value: Some(v.to_string()),
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
+use test_broker::{topic, Conn, TestBroker};
 
 async fn create(
     conn: &mut Conn,

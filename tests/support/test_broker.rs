@@ -1,6 +1,6 @@
 //! A broker serving real TCP on an ephemeral port, and a connection speaking Samsa's own
 //! codec, for integration tests that need the whole request path (framing, handlers, the
-//! connection's write loop). A trimmed copy of the harness in `tests/broker_api.rs`.
+//! connection's write loop). Shared by `tests/broker_api.rs` and `tests/fetch_zero_copy.rs`.
 
 #![allow(dead_code)]
 
@@ -84,7 +84,7 @@ pub struct Conn {
 }
 
 impl Conn {
-    async fn send_frame(&mut self, frame: &[u8]) {
+    pub async fn send_frame(&mut self, frame: &[u8]) {
         self.stream
             .write_all(&(frame.len() as u32).to_be_bytes())
             .await
@@ -93,7 +93,7 @@ impl Conn {
     }
 
     /// The next response frame, or `None` if the broker closed the connection.
-    async fn read_frame(&mut self) -> Option<Bytes> {
+    pub async fn read_frame(&mut self) -> Option<Bytes> {
         let mut prefix = [0u8; 4];
         self.stream.read_exact(&mut prefix).await.ok()?;
         let mut body = vec![0u8; u32::from_be_bytes(prefix) as usize];
@@ -101,7 +101,7 @@ impl Conn {
         Some(Bytes::from(body))
     }
 
-    fn request<Req: Message>(&mut self, version: i16, request: &Req) -> BytesMut {
+    pub fn request<Req: Message>(&mut self, version: i16, request: &Req) -> BytesMut {
         self.correlation_id += 1;
         let header = RequestHeader {
             request_api_key: Req::API_KEY,
