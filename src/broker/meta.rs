@@ -13,7 +13,7 @@
 //! - Randomness comes from [`crate::rt::rand`], so a simulation seed reproduces the ids.
 
 use crate::broker::config::{parse_properties, ConfigError};
-use crate::protocol::wire::{Uuid, UUID_BASE64_LEN};
+use crate::protocol::wire::Uuid;
 use crate::rt::disk::{join, Disk};
 use std::fmt;
 use std::io;
@@ -25,8 +25,6 @@ pub const META_PROPERTIES_VERSION: u32 = 1;
 /// The largest `meta.properties` read: the real file is a few hundred bytes, so anything
 /// bigger is not one.
 pub const META_PROPERTIES_BYTES_MAX: u64 = 64 * 1024;
-
-const BASE64URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// What `meta.properties` says about this node and its directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,47 +100,21 @@ impl std::error::Error for MetaError {
     }
 }
 
-/// Decodes a Kafka UUID string as `meta.properties` holds it; `None` unless it is exactly 22
-/// base64url characters and not one of Kafka's reserved ids (all zeros, or 1). Unlike the
-/// strict protocol decoder ([`Uuid::from_base64`]) it ignores the padding bits, as Kafka does
-/// when it reads this file.
+/// Decodes a Kafka UUID string as `meta.properties` holds it; `None` unless it is a UUID in
+/// Kafka's text form ([`Uuid::from_base64`]) and not one of Kafka's reserved ids (all zeros,
+/// or 1).
 pub fn uuid_from_str(text: &str) -> Option<[u8; 16]> {
-    if text.len() != UUID_BASE64_LEN {
+    let id = Uuid::from_base64(text)?;
+    if u128::from_be_bytes(id.0) <= 1 {
         return None;
     }
-    // 22 characters carry 132 bits: the UUID's 128, then 4 padding bits in the low bits of
-    // the last character. Like Java's decoder (Kafka's `Uuid.fromString`) the padding bits
-    // are ignored: ids such as the widely copied `MkU3OEVBNTcwNTJENDM2Qk` set them.
-    let mut digits = [0u8; UUID_BASE64_LEN];
-    for (digit, c) in digits.iter_mut().zip(text.bytes()) {
-        *digit = u8::try_from(BASE64URL.iter().position(|&b| b == c)?).ok()?;
-    }
-    let (last, head) = digits.split_last()?;
-    let value = head
-        .iter()
-        .fold(0u128, |acc, &d| (acc << 6) | u128::from(d))
-        << 2
-        | u128::from(last >> 4);
-    if value <= 1 {
-        return None;
-    }
-    Some(value.to_be_bytes())
+    Some(id.0)
 }
 
 /// A random Kafka UUID string: random version-4 bytes as Java's `UUID.randomUUID`, never
-/// starting with `-` (Kafka avoids ids that read like command-line flags).
+/// starting with `-` ([`Uuid::v4_from`]).
 pub fn random_uuid() -> String {
-    let id = Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()]);
-    without_leading_dash(id).to_base64()
-}
-
-/// The first character is the top 6 bits of byte 0, and index 62 is '-'. Clearing the top
-/// bit maps it to 'e' instead of drawing again, so no retry loop is needed.
-fn without_leading_dash(mut id: Uuid) -> Uuid {
-    if id.0[0] >> 2 == 62 {
-        id.0[0] &= 0x7f;
-    }
-    id
+    Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()]).to_base64()
 }
 
 impl MetaProperties {
@@ -322,21 +294,15 @@ mod tests {
     fn uuid_strings_round_trip_and_are_canonical() {
         let ids = block_on(async { (0..200).map(|_| random_uuid()).collect::<Vec<_>>() });
         for id in ids {
-            assert_eq!(id.len(), UUID_BASE64_LEN);
+            assert_eq!(id.len(), crate::protocol::wire::UUID_BASE64_LEN);
             assert!(!id.starts_with('-'), "{id}");
             let bytes = uuid_from_str(&id).expect("valid");
             assert_eq!(Uuid(bytes).to_base64(), id);
             assert_eq!(bytes[6] >> 4, 4, "version 4");
         }
-        let mut dash = [0u8; 16];
-        dash[0] = 0xf8;
-        dash[15] = 9;
-        assert!(Uuid(dash).to_base64().starts_with('-'));
-        let fixed = without_leading_dash(Uuid(dash)).to_base64();
+        // Bits whose first base64 digit would be '-' (62): v4_from moves them to 'e'.
+        let fixed = Uuid::v4_from([0xf800_0000_0000_0000, 9]).to_base64();
         assert!(fixed.starts_with('e'), "{fixed}");
-        assert_eq!(fixed[1..], Uuid(dash).to_base64()[1..]);
-        let plain = Uuid::v4_from([1, 2]);
-        assert_eq!(without_leading_dash(plain), plain);
         assert_eq!(
             uuid_from_str("AAAAAAAAAAAAAAAAAAAAAA"),
             None,

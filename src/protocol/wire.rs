@@ -44,13 +44,20 @@ impl Uuid {
     /// The all-zero id, which Kafka uses for "no topic id".
     pub const ZERO: Uuid = Uuid([0; 16]);
 
-    /// A random version-4 UUID from `bits` (the caller draws them through `rt::rand`).
+    /// A random version-4 UUID from `bits` (the caller draws them through `rt::rand`), never
+    /// one whose text starts with `-`.
     pub fn v4_from(bits: [u64; 2]) -> Uuid {
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&bits[0].to_be_bytes());
         bytes[8..].copy_from_slice(&bits[1].to_be_bytes());
         bytes[6] = (bytes[6] & 0x0f) | 0x40;
         bytes[8] = (bytes[8] & 0x3f) | 0x80;
+        // Kafka never hands out an id whose text starts with '-' (it would read like a
+        // command-line flag). The first character is the top 6 bits of byte 0 and '-' is
+        // digit 62; clearing the top bit makes it 'e' without drawing again.
+        if bytes[0] >> 2 == 62 {
+            bytes[0] &= 0x7f;
+        }
         Uuid(bytes)
     }
 
@@ -76,7 +83,8 @@ impl Uuid {
         out
     }
 
-    /// Parses Kafka's text form (see [`Uuid::to_base64`]); `None` if it is not one.
+    /// Parses Kafka's text form (see [`Uuid::to_base64`]); `None` unless it is 22 base64url
+    /// characters.
     pub fn from_base64(text: &str) -> Option<Uuid> {
         if text.len() != UUID_BASE64_LEN {
             return None;
@@ -102,10 +110,8 @@ impl Uuid {
                 at += 1;
             }
         }
-        // The last character carries 2 bits of padding, which must be zero.
-        if acc & ((1 << bits) - 1) != 0 {
-            return None;
-        }
+        // The last character carries 4 bits of padding, ignored as Kafka's `Uuid.fromString`
+        // ignores them (ids such as the widely copied `MkU3OEVBNTcwNTJENDM2Qk` set them).
         Some(Uuid(out))
     }
 }
@@ -1123,8 +1129,8 @@ mod uuid_tests {
         );
         assert_eq!(
             Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAAB"),
-            None,
-            "nonzero padding"
+            Some(Uuid::ZERO),
+            "padding bits are ignored, as Kafka does"
         );
         assert_eq!(Uuid::from_base64("AAAAAAAAAAAAAAAAAAAAA"), None, "short");
         assert_eq!(
