@@ -173,6 +173,15 @@ pub struct Topic {
     pub internal: bool,
 }
 
+impl Topic {
+    /// The partition numbered `index`, if the topic has it.
+    pub fn partition(&self, index: i32) -> Option<Arc<Partition>> {
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| self.partitions.get(i).cloned())
+    }
+}
+
 /// What a topic file holds.
 #[derive(Clone, Debug, PartialEq)]
 struct TopicRecord {
@@ -375,10 +384,17 @@ impl Topics {
     }
 
     pub async fn get_partition(&self, name: &str, partition: i32) -> Option<Arc<Partition>> {
-        let topic = self.get(name).await?;
-        usize::try_from(partition)
-            .ok()
-            .and_then(|p| topic.partitions.get(p).cloned())
+        self.get(name).await?.partition(partition)
+    }
+
+    /// The topic a request names: by id from the version where the request carries topic
+    /// ids (Produce v13, Fetch v13), by name before.
+    pub async fn find(&self, by_id: bool, name: &str, id: Uuid) -> Option<Arc<Topic>> {
+        if by_id {
+            self.get_by_id(id).await
+        } else {
+            self.get(name).await
+        }
     }
 
     /// Every topic, by name.

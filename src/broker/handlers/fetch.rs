@@ -105,11 +105,10 @@ async fn read_all(
     let mut errors = false;
     let mut responses = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
-        let resolved = if version >= 13 {
-            broker.topics.get_by_id(topic.topic_id).await
-        } else {
-            broker.topics.get(&topic.topic).await
-        };
+        let resolved = broker
+            .topics
+            .find(version >= 13, &topic.topic, topic.topic_id)
+            .await;
         let unknown = if version >= 13 {
             ErrorCode::UNKNOWN_TOPIC_ID
         } else {
@@ -117,11 +116,9 @@ async fn read_all(
         };
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in &topic.partitions {
-            let partition = resolved.as_ref().and_then(|t| {
-                usize::try_from(wanted.partition)
-                    .ok()
-                    .and_then(|i| t.partitions.get(i).cloned())
-            });
+            let partition = resolved
+                .as_ref()
+                .and_then(|t| t.partition(wanted.partition));
             let Some(partition) = partition else {
                 errors = true;
                 partitions.push(PartitionData {
@@ -152,7 +149,16 @@ async fn read_all(
                     .await
                     .map(Some)
             };
-            let data = match result {
+            let mut data = PartitionData {
+                partition_index: wanted.partition,
+                error_code: 0,
+                high_watermark: Offset(high_watermark),
+                last_stable_offset: Offset(high_watermark),
+                log_start_offset: Offset(partition.log_start_offset().await),
+                records: Some(Bytes::new()),
+                ..Default::default()
+            };
+            match result {
                 Ok(read) => {
                     let read = read.unwrap_or(SendRecords::Bytes(Bytes::new()));
                     total += read.len();
@@ -172,15 +178,7 @@ async fn read_all(
                             Bytes::new()
                         }
                     };
-                    PartitionData {
-                        partition_index: wanted.partition,
-                        error_code: 0,
-                        high_watermark: Offset(high_watermark),
-                        last_stable_offset: Offset(high_watermark),
-                        log_start_offset: Offset(partition.log_start_offset().await),
-                        records: Some(records),
-                        ..Default::default()
-                    }
+                    data.records = Some(records);
                 }
                 Err(e) => {
                     errors = true;
@@ -193,17 +191,9 @@ async fn read_all(
                     ) {
                         tracing::warn!(error = %e, "fetch failed");
                     }
-                    PartitionData {
-                        partition_index: wanted.partition,
-                        error_code: partition_error_code(&e).code(),
-                        high_watermark: Offset(high_watermark),
-                        last_stable_offset: Offset(high_watermark),
-                        log_start_offset: Offset(partition.log_start_offset().await),
-                        records: Some(Bytes::new()),
-                        ..Default::default()
-                    }
+                    data.error_code = partition_error_code(&e).code();
                 }
-            };
+            }
             partitions.push(data);
         }
         responses.push(FetchableTopicResponse {

@@ -5,6 +5,7 @@
 //! Answers are bounded by the high watermark, as Kafka's are for consumers: an offset above it
 //! could name a record that is later lost.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use crate::broker::handlers::partition_error_code;
@@ -34,11 +35,9 @@ pub async fn handle(
         let resolved = broker.topics.get(&topic.name).await;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for wanted in topic.partitions {
-            let partition = resolved.as_ref().and_then(|t| {
-                usize::try_from(wanted.partition_index)
-                    .ok()
-                    .and_then(|i| t.partitions.get(i).cloned())
-            });
+            let partition = resolved
+                .as_ref()
+                .and_then(|t| t.partition(wanted.partition_index));
             let mut response = ListOffsetsPartitionResponse {
                 partition_index: wanted.partition_index,
                 ..Default::default()
@@ -99,6 +98,41 @@ async fn first_record_at_or_after(
     from: i64,
     timestamp: i64,
 ) -> Result<Option<(i64, i64)>, PartitionError> {
+    let mut found = None;
+    scan_records(partition, from, |offset, record_timestamp| {
+        if record_timestamp >= timestamp {
+            found = Some((offset, record_timestamp));
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })
+    .await?;
+    Ok(found)
+}
+
+/// The record with the largest timestamp (the first of them, if several share it). This
+/// scans the partition; Kafka keeps the answer per segment, which the log does not yet.
+async fn max_timestamp(partition: &Partition) -> Result<Option<(i64, i64)>, PartitionError> {
+    let mut best: Option<(i64, i64)> = None;
+    let from = partition.log_start_offset().await;
+    scan_records(partition, from, |offset, timestamp| {
+        if best.is_none_or(|(_, t)| timestamp > t) {
+            best = Some((offset, timestamp));
+        }
+        ControlFlow::Continue(())
+    })
+    .await?;
+    Ok(best)
+}
+
+/// Calls `visit(offset, timestamp)` for each record from `from` up to the high watermark, once
+/// each and in offset order, until it breaks. Reads step by [`SCAN_CHUNK_BYTES`]; a read's
+/// first batch may start below where it was asked to, and those records are skipped.
+async fn scan_records(
+    partition: &Partition,
+    from: i64,
+    mut visit: impl FnMut(i64, i64) -> ControlFlow<()>,
+) -> Result<(), PartitionError> {
     let mut offset = from;
     while offset < partition.high_watermark() {
         let read = partition
@@ -112,39 +146,12 @@ async fn first_record_at_or_after(
                 continue;
             };
             for record in records.flatten() {
-                if record.offset >= from && record.timestamp >= timestamp {
-                    return Ok(Some((record.offset, record.timestamp)));
+                if record.offset >= offset && visit(record.offset, record.timestamp).is_break() {
+                    return Ok(());
                 }
             }
         }
         offset = read.next_offset;
     }
-    Ok(None)
-}
-
-/// The record with the largest timestamp (the first of them, if several share it). This
-/// scans the partition; Kafka keeps the answer per segment, which the log does not yet.
-async fn max_timestamp(partition: &Partition) -> Result<Option<(i64, i64)>, PartitionError> {
-    let mut best: Option<(i64, i64)> = None;
-    let mut offset = partition.log_start_offset().await;
-    while offset < partition.high_watermark() {
-        let read = partition
-            .read(offset, SCAN_CHUNK_BYTES, ReadBound::HighWatermark)
-            .await?;
-        if read.records.is_empty() {
-            break;
-        }
-        for (_, batch) in record_batch::batches(read.records.clone()).flatten() {
-            let Ok(records) = record_batch::records(&batch) else {
-                continue;
-            };
-            for record in records.flatten() {
-                if record.offset >= offset && best.is_none_or(|(_, t)| record.timestamp > t) {
-                    best = Some((record.offset, record.timestamp));
-                }
-            }
-        }
-        offset = read.next_offset;
-    }
-    Ok(best)
+    Ok(())
 }

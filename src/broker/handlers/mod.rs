@@ -146,10 +146,15 @@ fn malformed(request: &Request, e: DecodeError) -> Reply {
 }
 
 fn now<M: Message>(request: &Request, response: &M) -> Reply {
+    now_at(request, request.api_version(), response)
+}
+
+/// The response encoded at `version`, or a close if it cannot be encoded.
+fn now_at<M: Message>(request: &Request, version: i16, response: &M) -> Reply {
     match encode_response(
         request.header.correlation_id,
         request.api_key(),
-        request.api_version(),
+        version,
         response,
     ) {
         Ok(bytes) => Reply::Now(bytes),
@@ -168,13 +173,9 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
     match request.api_key() {
         api_versions::ApiVersionsRequest::API_KEY => {
             let response = self::api_versions::handle(broker, version);
-            // A version newer than ours is answered in v0 format (KIP-511).
-            let version = version.min(api_versions::ApiVersionsRequest::VERSIONS.1);
+            // A version newer than ours gets UNSUPPORTED_VERSION in v0 format (KIP-511).
             let reply_version = if response.error_code != 0 { 0 } else { version };
-            match encode_response(correlation_id, request.api_key(), reply_version, &response) {
-                Ok(bytes) => Reply::Now(bytes),
-                Err(e) => Reply::Close(format!("encoding ApiVersions: {e}")),
-            }
+            now_at(&request, reply_version, &response)
         }
         metadata::MetadataRequest::API_KEY => match decode(&request) {
             Ok(req) => now(&request, &self::metadata::handle(broker, version, req).await),

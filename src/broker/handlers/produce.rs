@@ -68,11 +68,10 @@ pub async fn start(
     let acks_valid = matches!(acks, -1..=1);
     let mut started = Vec::with_capacity(request.topic_data.len());
     for topic in request.topic_data {
-        let resolved = if version >= 13 {
-            broker.topics.get_by_id(topic.topic_id).await
-        } else {
-            broker.topics.get(&topic.name).await
-        };
+        let resolved = broker
+            .topics
+            .find(version >= 13, &topic.name, topic.topic_id)
+            .await;
         let mut partitions = Vec::with_capacity(topic.partition_data.len());
         for data in topic.partition_data {
             let outcome = if !acks_valid {
@@ -88,11 +87,7 @@ pub async fn start(
                     ),
                 ))
             } else {
-                let partition = resolved.as_ref().and_then(|t| {
-                    usize::try_from(data.index)
-                        .ok()
-                        .and_then(|i| t.partitions.get(i).cloned())
-                });
+                let partition = resolved.as_ref().and_then(|t| t.partition(data.index));
                 match partition {
                     None => Started::Failed(Failure {
                         code: ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
