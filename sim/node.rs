@@ -4,12 +4,11 @@
 
 use crate::harness::Recorder;
 use samsa::broker::config::BrokerConfig;
-use samsa::broker::{server, Broker};
+use samsa::broker::server::Serving;
+use samsa::broker::Broker;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{Disk, MemDisk};
-use samsa::rt::latch::Latch;
 use samsa::rt::net::TcpListener;
-use samsa::rt::task;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -68,9 +67,7 @@ pub async fn serve(
             return;
         }
     };
-    let stop = Arc::new(Latch::new());
-    let serving = task::spawn(server::serve(Arc::clone(&broker), listener, stop.clone()));
-    let background = task::spawn(Arc::clone(&broker).run_background(stop.clone()));
+    let serving = Serving::start(&broker, listener);
     tokio::select! {
         biased;
         _ = broker.health.failed() => {
@@ -81,9 +78,7 @@ pub async fn serve(
         _ = samsa::rt::signal::ctrl_c() => {
             // Graceful shutdown: stop serving, then sync, checkpoint and leave the
             // clean-shutdown marker in every log.
-            stop.set();
-            let _ = serving.await;
-            let _ = background.await;
+            serving.stop().await;
             let end = match broker.topics.get_partition(TOPIC, 0).await {
                 Some(p) => p.log_end_offset(),
                 None => 0,

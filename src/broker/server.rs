@@ -43,6 +43,35 @@ enum Outgoing {
     PendingParts(JoinHandle<Result<Vec<ResponsePart>, EncodeError>>),
 }
 
+/// A broker serving a listener, with its background work (the flusher), until [`Serving::stop`].
+pub struct Serving {
+    stop: Arc<Latch>,
+    serving: JoinHandle<()>,
+    background: JoinHandle<()>,
+}
+
+impl Serving {
+    /// Starts accepting on `listener` and the broker's background work.
+    pub fn start(broker: &Arc<Broker>, listener: TcpListener) -> Serving {
+        let stop = Arc::new(Latch::new());
+        let serving = task::spawn(serve(Arc::clone(broker), listener, stop.clone()));
+        let background = task::spawn(Arc::clone(broker).run_background(stop.clone()));
+        Serving {
+            stop,
+            serving,
+            background,
+        }
+    }
+
+    /// Stops accepting, lets open connections finish (bounded by [`SHUTDOWN_DRAIN_MS_MAX`])
+    /// and stops the background work. The logs stay open: closing them is the caller's.
+    pub async fn stop(self) {
+        self.stop.set();
+        let _ = self.serving.await;
+        let _ = self.background.await;
+    }
+}
+
 /// Accepts connections until `shutdown` is set, then waits (bounded) for the open ones.
 pub async fn serve(broker: Arc<Broker>, listener: TcpListener, shutdown: Arc<Latch>) {
     let active = Arc::new(AtomicUsize::new(0));

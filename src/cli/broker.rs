@@ -3,13 +3,12 @@
 //! SIGINT or SIGTERM, then closes every log cleanly (flush, checkpoint, clean-shutdown marker).
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use crate::broker::config::{parse_override, BrokerConfig};
-use crate::broker::{server, Broker};
+use crate::broker::server::Serving;
+use crate::broker::Broker;
 use crate::rt::clock::Clock;
 use crate::rt::disk::Disk;
-use crate::rt::latch::Latch;
 use crate::rt::net::TcpListener;
 
 const USAGE: &str = "usage: samsa broker [FILE] [--override key=value]...
@@ -122,9 +121,7 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
         .local_addr()
         .map_err(|e| format!("listening on {address}: {e}"))?;
     tracing::info!(listener = %bound, log_dir = %log_dir, "samsa broker listening");
-    let stop = Arc::new(Latch::new());
-    let serving = crate::rt::task::spawn(server::serve(Arc::clone(&broker), socket, stop.clone()));
-    let background = crate::rt::task::spawn(Arc::clone(&broker).run_background(stop.clone()));
+    let serving = Serving::start(&broker, socket);
     tokio::select! {
         biased;
         _ = broker.health.failed() => {
@@ -134,9 +131,7 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
         }
         signal = wait_for_signal() => tracing::info!("{signal}: shutting down"),
     }
-    stop.set();
-    let _ = serving.await;
-    let _ = background.await;
+    serving.stop().await;
     broker
         .close()
         .await
