@@ -1,0 +1,142 @@
+"""aiokafka (asyncio, pure Python; every codec through cramjam) against a running samsa broker.
+
+Per codec (none, gzip, snappy, lz4, zstd): creates a 3-partition topic through
+AIOKafkaAdminClient, produces keyed records with headers and explicit timestamps with
+acks=all (aiokafka's default producer is not idempotent), then reads every partition back
+with a group-less consumer (assign + seek to offset 0, no commits) and compares everything
+with the acknowledgements. Also: end offsets, offsets_for_times, list_topics, delete_topics.
+
+Environment: SAMSA_BOOTSTRAP (host:port), SAMSA_INTEROP_RECORDS (records per codec).
+Exits 0 when everything matched, 1 otherwise.
+"""
+
+import asyncio
+import time
+
+import aiokafka
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+import interop_common as ic
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+async def produce(bootstrap, topic, codec, records):
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                compression_type=None if codec == "none" else codec,
+                                request_timeout_ms=ic.OPERATION_TIMEOUT_S * 1000)
+    await producer.start()
+    acks = {}
+    failures = ic.Failures()
+    try:
+        futures = []
+        for r in records:
+            futures.append((r.i, await producer.send(topic, key=r.key, value=r.value,
+                                                     headers=r.headers,
+                                                     timestamp_ms=r.timestamp_ms)))
+        for i, f in futures:
+            try:
+                md = await asyncio.wait_for(f, ic.OPERATION_TIMEOUT_S)
+                acks[i] = (md.partition, md.offset)
+            except Exception as e:  # noqa: BLE001 - a failed send is a mismatch to report
+                failures.add(i, e)
+    finally:
+        await producer.stop()
+    return acks, failures.lines()
+
+
+async def read_back(consumer, topic):
+    tps = [TopicPartition(topic, p) for p in range(ic.PARTITIONS)]
+    consumer.assign(tps)
+    for tp in tps:
+        consumer.seek(tp, 0)
+    end = await consumer.end_offsets(tps)
+    end_offsets = {tp.partition: end[tp] for tp in tps}
+    read = {p: [] for p in range(ic.PARTITIONS)}
+    pending = {p for p, e in end_offsets.items() if e > 0}
+    deadline = time.monotonic() + ic.READ_TIMEOUT_S
+    while pending and time.monotonic() < deadline:
+        batches = await consumer.getmany(timeout_ms=1000)
+        for tp, msgs in batches.items():
+            for m in msgs:
+                if m.timestamp_type != 0:
+                    raise AssertionError(f"partition {tp.partition} offset {m.offset}: "
+                                         f"timestamp type {m.timestamp_type}, not CreateTime")
+                read[tp.partition].append(ic.Read(tp.partition, m.offset, m.key, m.value,
+                                                  m.headers, m.timestamp))
+                if m.offset + 1 >= end_offsets[tp.partition]:
+                    pending.discard(tp.partition)
+    if pending:
+        raise TimeoutError(f"partitions {sorted(pending)} not read to their end offsets "
+                           f"{end_offsets} within {ic.READ_TIMEOUT_S}s")
+    return read, end_offsets
+
+
+async def round_trip(bootstrap, admin, codec, suffix, result):
+    topic = f"aiokafka-{codec}-{suffix}"
+    await admin.create_topics([NewTopic(topic, num_partitions=ic.PARTITIONS,
+                                        replication_factor=1)],
+                              timeout_ms=ic.OPERATION_TIMEOUT_S * 1000)
+    records = ic.make_records(codec, ic.record_count())
+    acks, errors = await produce(bootstrap, topic, codec, records)
+    for e in errors:
+        result.fail(f"send: {e}")
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                enable_auto_commit=False, auto_offset_reset="none")
+    await consumer.start()
+    try:
+        read, end_offsets = await read_back(consumer, topic)
+        ic.verify(result, records, acks, read, end_offsets)
+        probes = records[:: max(1, len(records) // 7)]
+        for r in probes:
+            if r.i not in acks:
+                continue
+            p, o = acks[r.i]
+            tp = TopicPartition(topic, p)
+            found = (await consumer.offsets_for_times({tp: r.timestamp_ms}))[tp]
+            if found is None or found.offset != o:
+                result.fail(f"offsets_for_times(partition {p}, {r.timestamp_ms}) = {found}, "
+                            f"record {r.i} is at offset {o}")
+    finally:
+        await consumer.stop()
+    return topic
+
+
+async def main():
+    bootstrap = ic.bootstrap()
+    suffix = ic.unique_suffix()
+    summary = ic.Summary(f"aiokafka {aiokafka.__version__}")
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap,
+                                request_timeout_ms=ic.OPERATION_TIMEOUT_S * 1000)
+    await admin.start()
+    topics = []
+
+    for codec in CODECS:
+        async def one(result, codec=codec):
+            topics.append(await round_trip(bootstrap, admin, codec, suffix, result))
+        await summary.codec_async(codec, one)
+
+    async def metadata():
+        listed = set(await admin.list_topics())
+        missing = [t for t in topics if t not in listed]
+        assert not missing, f"missing from list_topics: {missing}"
+        return f"{len(listed)} topics"
+
+    async def delete():
+        if not topics:
+            return "nothing to delete"
+        await admin.delete_topics(topics, timeout_ms=ic.OPERATION_TIMEOUT_S * 1000)
+        listed = set(await admin.list_topics())
+        left = [t for t in topics if t in listed]
+        assert not left, f"still listed after delete_topics: {left}"
+        return f"deleted {len(topics)} topics"
+
+    await summary.check_async("list_topics", metadata)
+    await summary.check_async("delete_topics", delete)
+    await admin.close()
+    return summary
+
+
+if __name__ == "__main__":
+    asyncio.run(main()).exit()
