@@ -4,7 +4,7 @@ record is stored exactly once, in send order, with no gap and no duplicate.
 The broker is killed with SIGKILL and restarted (same data directory and port) by whoever
 started this script, through a file handshake in SAMSA_RESTART_DIR:
   1. the script produces the first third of the records and waits for their acks;
-  2. it creates `restart-requested` and keeps sending records, one every few milliseconds, so
+  2. it creates `restart-requested` and keeps sending records, ten every few milliseconds, so
      batches are in flight when the broker dies; the producer's retries (default settings:
      acks=all, idempotent, 5 in-flight requests, unbounded retries within a 120 s delivery
      timeout) carry them over the restart;
@@ -30,10 +30,11 @@ import interop_common as ic
 
 REQUEST_FILE = "restart-requested"
 DONE_FILE = "restarted"
-# Step 2: at most this many records, one per SEND_INTERVAL_S, while waiting for the restart;
-# after that the script waits without sending, up to RESTART_WAIT_S in all.
+# Step 2: at most this many records, SEND_BURST_RECORDS per SEND_INTERVAL_S, while waiting
+# for the restart; after that the script waits without sending, up to RESTART_WAIT_S in all.
 IN_FLIGHT_RECORDS_MAX = 20_000
 SEND_INTERVAL_S = 0.002
+SEND_BURST_RECORDS = 10
 RESTART_WAIT_S = 120
 # Bound on waiting for every ack: the producer's own delivery timeout (120 s) plus margin.
 ACK_WAIT_S = 180
@@ -98,8 +99,9 @@ def main():
             print(f"no restart within {RESTART_WAIT_S}s ({done_path} never appeared)",
                   file=sys.stderr)
             sys.exit(1)
-        if sent - in_flight_start < IN_FLIGHT_RECORDS_MAX:
-            send_next()
+        for _ in range(SEND_BURST_RECORDS):
+            if sent - in_flight_start < IN_FLIGHT_RECORDS_MAX:
+                send_next()
         time.sleep(SEND_INTERVAL_S)
     print(f"step 2: {sent - in_flight_start} records sent while the broker was restarted",
           flush=True)
