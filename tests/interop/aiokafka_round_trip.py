@@ -15,7 +15,8 @@ import time
 
 import aiokafka
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 import interop_common as ic
 
@@ -135,7 +136,39 @@ async def main():
         assert not left, f"still listed after delete_topics: {left}"
         return f"deleted {len(topics)} topics"
 
+    async def configs():
+        assert topics, "no topic was created"
+        t = topics[0]
+        res = ConfigResource(ConfigResourceType.TOPIC, t)
+
+        async def describe():
+            # Each answer's resources are (error_code, error_message, type, name, entries),
+            # each entry (name, value, ...).
+            answer = (await admin.describe_configs([res]))[0].resources[0]
+            assert answer[0] == 0, f"describe_configs({t}) answered {answer[:2]}"
+            return {e[0]: e[1] for e in answer[4]}
+        entries = await describe()
+        missing = [k for k in ic.CONFIG_KEYS_EXPECTED if k not in entries]
+        assert not missing, f"describe_configs({t}) lacks {missing}"
+        altered = await admin.alter_configs([ConfigResource(
+            ConfigResourceType.TOPIC, t, configs={"retention.ms": ic.RETENTION_MS_SET})])
+        errors = [r[0] for a in altered for r in a.resources]
+        assert errors == [0], f"alter_configs answered {altered}"
+        value = (await describe())["retention.ms"]
+        assert value == ic.RETENTION_MS_SET, f"retention.ms is {value} after the alter"
+        grown = await admin.create_partitions({t: NewPartitions(ic.PARTITIONS_GROWN)})
+        errors = [e[1] for e in grown.topic_errors]
+        assert errors == [0], f"create_partitions answered {grown}"
+        described = await admin.describe_topics([t])
+        n = len(described[0]["partitions"])
+        assert n == ic.PARTITIONS_GROWN, f"{n} partitions after create_partitions"
+        return f"{len(entries)} config entries"
+
     await summary.check_async("list_topics", metadata)
+    if ic.config_apis_enabled():
+        await summary.check_async("configs+partitions", configs)
+    else:
+        summary.not_run("configs+partitions", "set SAMSA_INTEROP_CONFIG_APIS=1")
     await summary.check_async("delete_topics", delete)
     await admin.close()
     return summary

@@ -14,7 +14,8 @@ import time
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   NewPartitions, NewTopic)
 
 import interop_common as ic
 
@@ -163,7 +164,32 @@ def main():
         assert not left, f"still in metadata after delete_topics: {left}"
         return f"deleted {len(topics)} topics"
 
+    def configs():
+        assert topics, "no topic was created"
+        t = topics[0]
+        res = ConfigResource("topic", t)
+        entries = admin.describe_configs([res])[res].result(timeout=ic.OPERATION_TIMEOUT_S)
+        missing = [k for k in ic.CONFIG_KEYS_EXPECTED if k not in entries]
+        assert not missing, f"describe_configs({t}) lacks {missing}"
+        alter = ConfigResource("topic", t, incremental_configs=[
+            ConfigEntry("retention.ms", ic.RETENTION_MS_SET,
+                        incremental_operation=AlterConfigOpType.SET)])
+        for f in admin.incremental_alter_configs([alter]).values():
+            f.result(timeout=ic.OPERATION_TIMEOUT_S)
+        value = admin.describe_configs([res])[res].result(
+            timeout=ic.OPERATION_TIMEOUT_S)["retention.ms"].value
+        assert value == ic.RETENTION_MS_SET, f"retention.ms is {value} after the alter"
+        admin.create_partitions([NewPartitions(t, ic.PARTITIONS_GROWN)])[t].result(
+            timeout=ic.OPERATION_TIMEOUT_S)
+        n = len(admin.list_topics(topic=t, timeout=ic.OPERATION_TIMEOUT_S).topics[t].partitions)
+        assert n == ic.PARTITIONS_GROWN, f"{n} partitions after create_partitions"
+        return f"{len(entries)} config entries"
+
     summary.check("list_topics", metadata)
+    if ic.config_apis_enabled():
+        summary.check("configs+partitions", configs)
+    else:
+        summary.not_run("configs+partitions", "set SAMSA_INTEROP_CONFIG_APIS=1")
     summary.check("delete_topics", delete)
     summary.exit()
 

@@ -10,6 +10,8 @@ problem; `Summary.exit` prints one line per codec and exits non-zero if anything
 Environment:
   SAMSA_BOOTSTRAP        the broker's address, host:port (required)
   SAMSA_INTEROP_RECORDS  records per codec (default 2000)
+  SAMSA_INTEROP_CONFIG_APIS=1  also run the check of DescribeConfigs, (Incremental)AlterConfigs
+                         and CreatePartitions (off until the broker answers them)
 """
 
 import os
@@ -36,6 +38,17 @@ def bootstrap():
         print("SAMSA_BOOTSTRAP is not set (the broker's host:port)", file=sys.stderr)
         sys.exit(2)
     return value
+
+
+# Keys every topic's DescribeConfigs answer must include (Kafka lists every topic config).
+CONFIG_KEYS_EXPECTED = ("cleanup.policy", "retention.ms", "max.message.bytes")
+# The value the config check sets, and the partition count it grows the topic to.
+RETENTION_MS_SET = "3600000"
+PARTITIONS_GROWN = PARTITIONS + 1
+
+
+def config_apis_enabled():
+    return os.environ.get("SAMSA_INTEROP_CONFIG_APIS") == "1"
 
 
 def record_count():
@@ -248,6 +261,10 @@ class Summary:
         print(f"[{self.client}] check {name}: FAIL {type(error).__name__}: {error}", flush=True)
         traceback.print_exception(error)
         return False
+
+    def not_run(self, name, why):
+        """A check left out of this run: printed, counted neither way."""
+        print(f"[{self.client}] check {name}: not run ({why})", flush=True)
 
     def exit(self):
         failed = [r.codec for r in self.results if not r.ok]

@@ -17,7 +17,8 @@ import time
 
 import kafka
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.admin import (ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions,
+                         NewTopic)
 
 import interop_common as ic
 
@@ -125,7 +126,33 @@ def main():
         assert not left, f"still listed after delete_topics: {left}"
         return f"deleted {len(topics)} topics"
 
+    def configs():
+        assert topics, "no topic was created"
+        t = topics[0]
+
+        def describe():
+            return admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, t)],
+                                          config_filter="all")["topic"][t]
+        entries = describe()
+        missing = [k for k in ic.CONFIG_KEYS_EXPECTED if k not in entries]
+        assert not missing, f"describe_configs({t}) lacks {missing}"
+        altered = admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, t,
+                                                      configs={"retention.ms": ic.RETENTION_MS_SET})])
+        assert altered == {"topic": {t: "OK"}}, f"alter_configs answered {altered}"
+        value = describe()["retention.ms"]["value"]
+        assert value == ic.RETENTION_MS_SET, f"retention.ms is {value} after the alter"
+        grown = admin.create_partitions({t: NewPartitions(ic.PARTITIONS_GROWN)})
+        errors = [r.error_code for r in grown.results]
+        assert errors == [0], f"create_partitions answered {grown}"
+        n = len(admin.describe_topics([t])[0]["partitions"])
+        assert n == ic.PARTITIONS_GROWN, f"{n} partitions after create_partitions"
+        return f"{len(entries)} config entries"
+
     summary.check("list_topics", metadata)
+    if ic.config_apis_enabled():
+        summary.check("configs+partitions", configs)
+    else:
+        summary.not_run("configs+partitions", "set SAMSA_INTEROP_CONFIG_APIS=1")
     summary.check("delete_topics", delete)
     admin.close()
     summary.exit()

@@ -10,10 +10,10 @@
 // offset, then fetchTopicOffsets and fetchTopicOffsetsByTimestamp. Finally deleteTopics.
 //
 // DescribeConfigs and CreatePartitions are being added to the broker separately: the check
-// `describeConfigs+createPartitions` runs only with SAMSA_KAFKAJS_CONFIG_APIS=1 until then.
+// `describeConfigs+createPartitions` runs only with SAMSA_INTEROP_CONFIG_APIS=1 until then.
 //
 // Environment: SAMSA_BOOTSTRAP (host:port), SAMSA_INTEROP_RECORDS (records per codec),
-// SAMSA_KAFKAJS_CONFIG_APIS=1 to include the config/partition check.
+// SAMSA_INTEROP_CONFIG_APIS=1 to include the config/partition check.
 // Exits 0 when everything matched, 1 otherwise.
 'use strict';
 
@@ -45,7 +45,7 @@ if (!bootstrap) {
   process.exit(2);
 }
 const recordCount = parseInt(process.env.SAMSA_INTEROP_RECORDS || '2000', 10);
-const configApis = process.env.SAMSA_KAFKAJS_CONFIG_APIS === '1';
+const configApis = process.env.SAMSA_INTEROP_CONFIG_APIS === '1';
 const suffix = crypto.randomBytes(4).toString('hex');
 const client = `kafkajs ${kafkajsVersion}`;
 
@@ -237,7 +237,7 @@ async function main() {
       return `${entries.length} config entries`;
     });
   } else {
-    console.log(`[${client}] check describeConfigs+createPartitions: not run (set SAMSA_KAFKAJS_CONFIG_APIS=1)`);
+    console.log(`[${client}] check describeConfigs+createPartitions: not run (set SAMSA_INTEROP_CONFIG_APIS=1)`);
   }
 
   await run('check', 'deleteTopics', async (result) => {
