@@ -154,8 +154,11 @@ impl Pipeline {
     /// for a caller whose wait for a reply timed out.
     pub fn break_connection(&self) {
         let addr = self.addr.clone();
-        self.lock()
-            .fail_all(|_api| ClientError::ConnectionBroken { addr: addr.clone() });
+        // Written requests may have been acted on: their outcome is unknown.
+        self.lock().fail_all(|api| ClientError::ConnectionClosed {
+            addr: addr.clone(),
+            api,
+        });
         self.reader.abort();
     }
 

@@ -1268,7 +1268,23 @@ async fn run_sender(shared: Arc<Shared>) {
         if !stale.is_empty() {
             let names: Vec<&str> = stale.iter().map(String::as_str).collect();
             // A failure here shows again as a missing leader below.
-            let _ = shared.client.lock().await.refresh(&names).await;
+            let mut client = shared.client.lock().await;
+            if client.refresh(&names).await.is_ok() {
+                // A topic may have gained partitions (CreatePartitions).
+                let counts: Vec<(String, i32)> = names
+                    .iter()
+                    .filter_map(|name| {
+                        let meta = client.cached_topic(name)?;
+                        let count = i32::try_from(meta.partitions.len()).ok()?;
+                        (count > 0).then(|| ((*name).to_owned(), count))
+                    })
+                    .collect();
+                drop(client);
+                let mut state = shared.lock();
+                for (name, count) in counts {
+                    state.partition_counts.insert(name, count);
+                }
+            }
         }
         // Leaders of the sendable partitions, grouped by broker.
         let mut by_node: BTreeMap<i32, Vec<Tp>> = BTreeMap::new();
@@ -1508,7 +1524,11 @@ async fn await_response(
                 })
             }
             Ok(Ok(Err(err))) => Err(err),
-            Ok(Err(_)) => Err(ClientError::ConnectionBroken { addr: addr.clone() }),
+            // The connection was dropped with the request written: it may have been appended.
+            Ok(Err(_)) => Err(ClientError::ConnectionClosed {
+                addr: addr.clone(),
+                api: "Produce",
+            }),
             Err(_) => {
                 shared.lock().broken_brokers.insert(flight.node);
                 shared.wake.notify_one();
