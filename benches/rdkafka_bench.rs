@@ -267,6 +267,10 @@ mod real {
             .set("group.id", "samsa-bench")
             .set("enable.auto.commit", "false")
             .set("enable.auto.offset.store", "false")
+            // Larger fetches than the 1 MiB per partition default: fewer round trips per
+            // record, so the figure says more about the broker than about the fetch loop.
+            .set("max.partition.fetch.bytes", "8388608")
+            .set("queued.min.messages", "1000000")
             .create()
             .expect("create the consumer");
         let mut tpl = TopicPartitionList::new();
@@ -490,6 +494,45 @@ mod real {
             percentile(&lat, 1.0),
             "ms",
             "",
+        );
+
+        // The same broker through the Rust client: `samsa perf` (its JSON summary).
+        let perf = |args: &[&str]| -> String {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_samsa"))
+                .arg("perf")
+                .args(args)
+                .args(["--bootstrap-server", &bootstrap, "--json"])
+                .output()
+                .expect("run samsa perf");
+            assert!(
+                out.status.success(),
+                "samsa perf {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let n = sizes.small_records.to_string();
+        println!(
+            "samsa perf produce: {}",
+            perf(&[
+                "produce",
+                "--topic",
+                "bench-perf",
+                "--partitions",
+                "4",
+                "--num-records",
+                &n,
+                "--record-size",
+                "100",
+                "--idempotence",
+                "off",
+                "--batch-size",
+                "262144",
+            ])
+        );
+        println!(
+            "samsa perf consume: {}",
+            perf(&["consume", "--topic", "bench-100", "--num-records", &n])
         );
 
         broker.assert_alive("the benchmark");
