@@ -3,6 +3,7 @@
 //! errors to stderr, and a failure exits non-zero.
 
 pub mod broker;
+pub mod perf;
 
 use std::process::ExitCode;
 
@@ -10,12 +11,14 @@ const USAGE: &str = "usage: samsa <command> [args]
 
 commands:
   broker [FILE] [--override key=value]...   run a broker node (Kafka's server.properties keys)
+  perf produce|consume [options]            load generators (see `samsa perf --help`)
   version                                   print the version";
 
 /// Runs the command line `args` (without the program name).
 pub fn main(args: Vec<String>) -> ExitCode {
     match args.first().map(String::as_str) {
         Some("broker") => broker::main(&args[1..]),
+        Some("perf") => perf::main(&args[1..]),
         Some("version" | "--version" | "-V") => {
             println!("samsa {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

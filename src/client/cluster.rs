@@ -864,6 +864,47 @@ impl Client {
             .collect())
     }
 
+    /// Asks for a producer id and epoch (InitProducerId, API 22) for an idempotent producer
+    /// (`transactional_id` None) or a transactional one. Any broker answers an idempotent
+    /// producer. Network errors and retriable codes (such as COORDINATOR_LOAD_IN_PROGRESS) are
+    /// retried up to `retries_max` times. A broker that does not advertise the API gives
+    /// [`ClientError::UnsupportedApi`] naming InitProducerId.
+    pub async fn init_producer_id(
+        &mut self,
+        transactional_id: Option<&str>,
+        transaction_timeout_ms: i32,
+    ) -> Result<(i64, i16), ClientError> {
+        use crate::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
+        let request = InitProducerIdRequest {
+            transactional_id: transactional_id.map(str::to_owned),
+            transaction_timeout_ms,
+            ..InitProducerIdRequest::default()
+        };
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let response: InitProducerIdResponse = self
+                .admin_with_retries(InitProducerIdRequest::API_KEY, &request)
+                .await?;
+            let code = ErrorCode(response.error_code);
+            if code == ErrorCode::NONE {
+                return Ok((response.producer_id.0, response.producer_epoch.0));
+            }
+            if code_is_retriable(code) && attempts <= self.config.retries_max {
+                crate::rt::time::sleep(Duration::from_millis(self.config.retry_backoff_ms)).await;
+                continue;
+            }
+            return Err(ClientError::Kafka {
+                code,
+                message: Some("InitProducerId".into()),
+                topic: transactional_id
+                    .unwrap_or("(idempotent producer)")
+                    .to_owned(),
+                partition: -1,
+            });
+        }
+    }
+
     async fn admin_with_retries<Req, Resp>(
         &mut self,
         api_key: i16,

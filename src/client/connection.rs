@@ -173,6 +173,18 @@ impl Connection {
         self.stream.is_none()
     }
 
+    /// Takes the stream out, leaving this connection broken but still able to answer
+    /// [`Self::version_for`]: for a pipelined connection (the producer's) that reuses the
+    /// negotiation and then frames its own requests.
+    pub fn take_stream(&mut self) -> Option<TcpStream> {
+        self.stream.take()
+    }
+
+    /// The client id sent in request headers.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
     /// The broker's advertised range of `api_key`, if it advertised one.
     pub fn broker_versions(&self, api_key: i16) -> Option<(i16, i16)> {
         self.broker_versions.get(&api_key).copied()

@@ -7,13 +7,17 @@
 //! - `cluster`: [`Client`]: the metadata cache, leader lookup, admin requests, ListOffsets,
 //!   Produce with retries (and "unknown outcome" reporting) and Fetch.
 //! - `records`: owned [`ConsumedRecord`]s from fetched bytes.
-//! - `producer`: building batches from records.
+//! - `producer`: [`Producer`], the batching, idempotent producer, and building one batch.
+//! - `partitioner`: Kafka's murmur2 key hashing and the sticky partitioner for keyless records.
+//! - `pipeline`: a pipelined broker connection (many requests in flight), for the producer.
 //! - `error`: [`ClientError`].
 
 // @client-modules
 pub mod cluster;
 pub mod connection;
 pub mod error;
+pub mod partitioner;
+pub mod pipeline;
 pub mod producer;
 pub mod records;
 #[cfg(all(test, feature = "sim"))]
@@ -25,5 +29,8 @@ pub use cluster::{
 };
 pub use connection::{Connection, ConnectionLimits};
 pub use error::ClientError;
-pub use producer::{build_batch, send_batch, ProducerRecord};
+pub use producer::{
+    build_batch, send_batch, Delivery, DeliveryResult, Producer, ProducerConfig, ProducerError,
+    ProducerRecord, RecordMetadata,
+};
 pub use records::{ConsumedRecord, ConsumedRecords};
