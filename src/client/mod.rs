@@ -8,9 +8,12 @@
 //!   Produce with retries (and "unknown outcome" reporting) and Fetch.
 //! - `records`: owned [`ConsumedRecord`]s from fetched bytes.
 //! - `producer`: building batches from records.
+//! - `admin`: describing topics and the cluster, adding partitions, reading and changing
+//!   configs.
 //! - `error`: [`ClientError`].
 
 // @client-modules
+pub mod admin;
 pub mod cluster;
 pub mod connection;
 pub mod error;
@@ -19,6 +22,10 @@ pub mod records;
 #[cfg(all(test, feature = "sim"))]
 mod sim_tests;
 
+pub use admin::{
+    AlterConfigOp, BrokerDescription, ClusterDescription, ConfigEntry, ConfigResource,
+    ConfigResourceError, ConfigSource, ConfigSynonym, DescribeConfigsOptions, TopicDescription,
+};
 pub use cluster::{
     Client, ClientConfig, FetchOptions, Fetched, NewTopic, PartitionMetadata, ProduceAck,
     TopicMetadata,
