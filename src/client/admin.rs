@@ -637,9 +637,10 @@ impl Client {
                 partition: -1,
             }),
             Err(ClientError::UnsupportedApi { .. }) => {
-                let make = |version: i16| MetadataRequest {
-                    // No topics: an empty list from v1 (null would mean all of them).
-                    topics: if version >= 1 { Some(Vec::new()) } else { None },
+                let make = |_| MetadataRequest {
+                    // No topics: an empty list (null would mean all of them; v0, which has no
+                    // null, reads an empty list as all topics, which is only slower).
+                    topics: Some(Vec::new()),
                     allow_auto_topic_creation: false,
                     ..MetadataRequest::default()
                 };
