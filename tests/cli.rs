@@ -233,6 +233,23 @@ fn cli_produce_keys_and_headers_then_consume_them_back_exactly() {
     .ok("consume");
     assert_eq!(consumed.stdout, expected);
     assert_eq!(consumed.stderr, "");
+    // --exit-at-end: everything there is, then exit, without a count.
+    let to_end = tool(
+        &broker,
+        &[
+            "consume",
+            "-t",
+            "rt",
+            "--from-beginning",
+            "--exit-at-end",
+            "-f",
+            "%t|%p|%o|%k|%s|%h|%S\\n",
+            "--timeout-ms",
+            "20000",
+        ],
+    )
+    .ok("consume to the end");
+    assert_eq!(to_end.stdout, expected);
 
     // One partition, the default format.
     let only = tool(

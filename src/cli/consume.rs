@@ -16,8 +16,9 @@
 //! - Network failures and retriable errors are retried [`FAILURES_MAX`] times in a row (with
 //!   fresh metadata and connections), then the tool fails. A position that fell below the log
 //!   start (retention) continues from the log start, with a warning.
-//! - It stops after `--max-messages`, after `--timeout-ms` without a record, or at SIGINT,
-//!   always with exit status 0; what was printed is flushed.
+//! - It stops after `--max-messages`, after `--timeout-ms` without a record, once every
+//!   partition is read to its high watermark with `--exit-at-end`, or at SIGINT, always with
+//!   exit status 0; what was printed is flushed.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -43,6 +44,7 @@ Prints records to stdout. Never joins a group or commits offsets.
       --timestamp MS            start at the first record with a timestamp >= MS
                                 (default start: the end, only new records)
   -n, --max-messages N          stop after N records
+  -e, --exit-at-end             stop once every partition is read to its end
       --timeout-ms MS           stop after MS milliseconds without a record
   -f, --format STR              output format (default '%s\\n'):
                                 %t topic, %p partition, %o offset, %k key, %s value,
@@ -85,6 +87,8 @@ pub struct Parsed {
     pub start: Start,
     pub max_messages: Option<u64>,
     pub timeout_ms: Option<u64>,
+    /// Stop once every partition is read up to its high watermark (kcat's `-e`).
+    pub exit_at_end: bool,
     pub format: Format,
 }
 
@@ -95,6 +99,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut starts: Vec<(&str, Start)> = Vec::new();
     let mut max_messages = None;
     let mut timeout_ms = None;
+    let mut exit_at_end = false;
     let mut format = None;
     let mut scan = Args::new(args);
     while let Some(arg) = scan.next_arg() {
@@ -126,6 +131,12 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             "--timestamp" => starts.push((name, Start::Timestamp(scan.number(name, inline)?))),
             "--max-messages" | "-n" => max_messages = Some(scan.number(name, inline)?),
             "--timeout-ms" => timeout_ms = Some(scan.number(name, inline)?),
+            "--exit-at-end" | "-e" => {
+                if inline.is_some() {
+                    return Err(CliError::Usage(format!("{name} takes no value")));
+                }
+                exit_at_end = true;
+            }
             "--format" | "-f" => {
                 let text = scan.value(name, inline)?;
                 format =
@@ -156,6 +167,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
         start,
         max_messages,
         timeout_ms,
+        exit_at_end,
         format,
     })
 }
@@ -221,6 +233,8 @@ pub async fn run(parsed: Parsed) -> Result<(), CliError> {
         positions,
         printed: 0,
         max_messages: parsed.max_messages,
+        exit_at_end: parsed.exit_at_end,
+        at_end: BTreeMap::new(),
     }
     .run(parsed.timeout_ms)
     .await
@@ -282,6 +296,9 @@ struct Consumer<'a> {
     positions: BTreeMap<i32, i64>,
     printed: u64,
     max_messages: Option<u64>,
+    exit_at_end: bool,
+    /// Per partition, whether the last fetch left its position at the high watermark.
+    at_end: BTreeMap<i32, bool>,
 }
 
 /// What one round of fetches achieved.
@@ -395,8 +412,18 @@ impl Consumer<'_> {
                 if stop {
                     return Ok(Round::Done);
                 }
-                self.positions.insert(p, next.max(position));
+                let next = next.max(position);
+                self.positions.insert(p, next);
+                self.at_end.insert(p, next >= part.high_watermark.0);
             }
+        }
+        if self.exit_at_end
+            && self
+                .positions
+                .keys()
+                .all(|p| self.at_end.get(p).copied().unwrap_or(false))
+        {
+            return Ok(Round::Done);
         }
         Ok(Round::Progress { records })
     }
@@ -537,8 +564,10 @@ mod tests {
             "%o:%s\\n",
             "--timeout-ms",
             "500",
+            "-e",
         ])
         .unwrap();
+        assert!(p.exit_at_end);
         assert_eq!(p.topic, "t");
         assert_eq!(p.partition, Some(1));
         assert_eq!(p.start, Start::Offset(-3));

@@ -13,7 +13,8 @@
 //!
 //! Failures: a line that cannot become a record (no separator, longer than
 //! [`LINE_BYTES_MAX`]) and every record of a failed batch are reported on stderr by line
-//! number; the tool exits non-zero if any record failed. Bounded memory: at most
+//! number; the tool exits non-zero if any record failed, and gives up on the rest of its
+//! input after [`FAILED_BATCHES_IN_A_ROW_MAX`] failed batches in a row. Bounded memory: at most
 //! [`CHUNK_QUEUE_MAX`] chunks of at most [`CHUNK_BYTES_MAX`] (plus one line) wait at a time.
 
 use std::io::{BufRead, Read};
@@ -51,6 +52,9 @@ pub const CHUNK_LINES_MAX: usize = 8192;
 pub const STDIN_BUFFER_BYTES: usize = 64 * 1024;
 /// Chunks read ahead of the sender.
 pub const CHUNK_QUEUE_MAX: usize = 4;
+/// Batches failing in a row (each after the client's own retries) before the tool gives up
+/// on the rest of its input: the broker is gone or refuses everything.
+pub const FAILED_BATCHES_IN_A_ROW_MAX: u32 = 5;
 /// How long the broker may wait for acks=all, unless `--timeout-ms` says otherwise.
 pub const PRODUCE_TIMEOUT_MS_DEFAULT: i32 = 30_000;
 
@@ -397,6 +401,7 @@ pub async fn run(parsed: Parsed) -> Result<(), CliError> {
     };
     let mut total = 0u64;
     let mut failed = 0u64;
+    let mut failed_in_a_row = 0u32;
     while let Some(chunk) = rx.recv().await {
         let chunk = chunk.map_err(|e| CliError::Failed(format!("reading stdin: {e}")))?;
         let timestamp = clock.now_ms();
@@ -439,13 +444,22 @@ pub async fn run(parsed: Parsed) -> Result<(), CliError> {
         }
         sticky = (sticky + 1) % partitions;
         for (partition, (records, numbers)) in batches {
-            if let Err(e) = sender.send(partition, &records).await {
-                failed += records.len() as u64;
-                eprintln!(
-                    "samsa produce: {} ({} records) to {topic}-{partition} failed: {e}",
-                    line_span(&numbers),
-                    records.len()
-                );
+            match sender.send(partition, &records).await {
+                Ok(()) => failed_in_a_row = 0,
+                Err(e) => {
+                    failed += records.len() as u64;
+                    failed_in_a_row += 1;
+                    eprintln!(
+                        "samsa produce: {} ({} records) to {topic}-{partition} failed: {e}",
+                        line_span(&numbers),
+                        records.len()
+                    );
+                    if failed_in_a_row >= FAILED_BATCHES_IN_A_ROW_MAX {
+                        return Err(CliError::Failed(format!(
+                            "giving up after {failed_in_a_row} failed batches in a row; {failed} of the {total} records read were not produced, and the rest of stdin was not read"
+                        )));
+                    }
+                }
             }
         }
     }
