@@ -1,7 +1,8 @@
 //! The client's admin methods (src/client/admin.rs) against a scripted fake broker over real
 //! TCP: the fake decodes each request with Samsa's codec at the version the client chose, so
 //! the tests check what the client sends (resources, operations, versions, routing) as well as
-//! how it reads the answers (per-resource errors, omissions, fallbacks).
+//! how it reads the answers (per-resource errors, omissions, fallbacks). The last test runs
+//! `samsa topics alter` in-process against a broker without IncrementalAlterConfigs.
 #![cfg(not(feature = "sim"))]
 
 use std::sync::{Arc, Mutex};
@@ -619,4 +620,95 @@ async fn admin_describe_cluster_uses_describe_cluster_or_falls_back_to_metadata(
     );
     let request: MetadataRequest = decode(&old.seen(METADATA)[0]);
     assert_eq!(request.topics, Some(Vec::new()), "no topics asked for");
+}
+
+#[tokio::test]
+async fn cli_topics_alter_rewrites_the_whole_set_on_a_broker_without_incremental_alter() {
+    // DescribeConfigs reports overrides a=1 and b=2 (and a default); AlterConfigs must then
+    // carry the merged set: a deleted, b changed, c added, the default left out.
+    let fake = Fake::start(
+        ranges(false)
+            .into_iter()
+            .filter(|(api, ..)| *api != 44)
+            .collect(),
+        Box::new(|seen, port| match seen.api_key {
+            METADATA => Some(metadata(seen, port, 1)),
+            32 => {
+                let request: DescribeConfigsRequest = decode(seen);
+                let config = |name: &str, value: &str, source| DescribeConfigsResourceResult {
+                    name: name.into(),
+                    value: Some(value.into()),
+                    config_source: source,
+                    ..DescribeConfigsResourceResult::default()
+                };
+                Some(encode(
+                    &DescribeConfigsResponse {
+                        results: vec![DescribeConfigsResult {
+                            resource_type: 2,
+                            resource_name: request.resources[0].resource_name.clone(),
+                            configs: vec![
+                                config("a", "1", 1),
+                                config("b", "2", 1),
+                                config("cleanup.policy", "delete", 5),
+                            ],
+                            ..DescribeConfigsResult::default()
+                        }],
+                        ..DescribeConfigsResponse::default()
+                    },
+                    seen.version,
+                ))
+            }
+            33 => {
+                let request: AlterConfigsRequest = decode(seen);
+                Some(encode(
+                    &AlterConfigsResponse {
+                        responses: vec![AlterConfigsResourceResponse {
+                            resource_type: 2,
+                            resource_name: request.resources[0].resource_name.clone(),
+                            ..AlterConfigsResourceResponse::default()
+                        }],
+                        ..AlterConfigsResponse::default()
+                    },
+                    seen.version,
+                ))
+            }
+            _ => None,
+        }),
+    )
+    .await;
+    let args: Vec<String> = [
+        "alter",
+        "t",
+        "--delete-config",
+        "a",
+        "--config",
+        "b=3",
+        "--config",
+        "c=4",
+        "-b",
+        &fake.addr,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let parsed = samsa::cli::topics::parse_args(&args).expect("parses");
+    samsa::cli::topics::run(parsed)
+        .await
+        .expect("alter succeeds");
+    let sent = fake.seen(33);
+    assert_eq!(sent.len(), 1);
+    let request: AlterConfigsRequest = decode(&sent[0]);
+    let configs: Vec<(String, Option<String>)> = request.resources[0]
+        .configs
+        .iter()
+        .map(|c| (c.name.clone(), c.value.clone()))
+        .collect();
+    assert_eq!(
+        configs,
+        vec![
+            ("b".to_owned(), Some("3".to_owned())),
+            ("c".to_owned(), Some("4".to_owned()))
+        ]
+    );
+    assert_eq!(request.resources[0].resource_name, "t");
 }
