@@ -279,7 +279,12 @@ fn cli_produce_keys_and_headers_then_consume_them_back_exactly() {
 fn cli_consume_starts_at_an_offset_or_a_timestamp() {
     let broker = BrokerProcess::start();
     tool(&broker, &["topics", "create", "pos", "--partitions", "1"]).ok("create");
-    tool_in(&broker, &["produce", "-t", "pos"], "a0\na1\na2\na3\na4\n").ok("produce a");
+    tool_in(
+        &broker,
+        &["produce", "-t", "pos", "-p", "0"],
+        "a0\na1\na2\na3\na4\n",
+    )
+    .ok("produce a");
     // Two runs far enough apart in time that the second run's records have later
     // timestamps (each run stamps its records with its clock).
     std::thread::sleep(Duration::from_millis(20));
@@ -431,6 +436,16 @@ fn cli_errors_exit_non_zero_naming_the_problem_with_nothing_on_stdout() {
         "consume an unknown partition",
         1,
         "topic 'there' has no partition 5",
+    );
+    tool_in(
+        &broker,
+        &["produce", "-t", "there", "--partition", "5"],
+        "x\n",
+    )
+    .fails(
+        "produce to an unknown partition",
+        1,
+        "topic 'there' has no partition 5 (it has 1)",
     );
     tool(&broker, &["topics", "create", "x", "--bogus"]).fails(
         "a bad flag",
