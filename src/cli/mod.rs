@@ -1,9 +1,15 @@
-//! The `samsa` command: `samsa broker [FILE] [--override key=value]...` runs a node; more
-//! tools (topics, produce, consume, perf) arrive with step 4. Data goes to stdout, logs and
+//! The `samsa` command: `samsa broker [FILE] [--override key=value]...` runs a node;
+//! `topics`, `produce` and `consume` are client tools over `crate::client` (shared plumbing in
+//! `common`, the consumer's format strings in `format`). Data goes to stdout, logs and
 //! errors to stderr, and a failure exits non-zero.
 
 pub mod broker;
 pub mod perf;
+pub mod common;
+pub mod consume;
+pub mod format;
+pub mod produce;
+pub mod topics;
 
 use std::process::ExitCode;
 
@@ -12,6 +18,9 @@ const USAGE: &str = "usage: samsa <command> [args]
 commands:
   broker [FILE] [--override key=value]...   run a broker node (Kafka's server.properties keys)
   perf produce|consume [options]            load generators (see `samsa perf --help`)
+  topics create|list|describe|alter|delete  administer topics
+  produce --topic T [options]               write stdin lines as records
+  consume --topic T [options]               print records (no group, no commits)
   version                                   print the version";
 
 /// Runs the command line `args` (without the program name).
@@ -19,6 +28,9 @@ pub fn main(args: Vec<String>) -> ExitCode {
     match args.first().map(String::as_str) {
         Some("broker") => broker::main(&args[1..]),
         Some("perf") => perf::main(&args[1..]),
+        Some("topics") => topics::main(&args[1..]),
+        Some("produce") => produce::main(&args[1..]),
+        Some("consume") => consume::main(&args[1..]),
         Some("version" | "--version" | "-V") => {
             println!("samsa {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -40,8 +52,18 @@ pub fn main(args: Vec<String>) -> ExitCode {
 
 /// Sends `tracing` output to stderr, filtered by `SAMSA_LOG` (default `info`).
 pub fn init_logging() {
+    init_logging_with("info");
+}
+
+/// Logging for the client tools: only warnings unless `SAMSA_LOG` says otherwise, so stderr
+/// stays quiet when all goes well.
+pub fn init_tool_logging() {
+    init_logging_with("warn");
+}
+
+fn init_logging_with(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SAMSA_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

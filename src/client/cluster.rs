@@ -223,6 +223,12 @@ impl Client {
         self.topics.get(topic)
     }
 
+    /// Forgets the cached metadata of `topic` (after an admin change to it), so the next
+    /// request about it asks the cluster.
+    pub fn forget_topic(&mut self, topic: &str) {
+        self.topics.remove(topic);
+    }
+
     /// Drops every connection (they reopen on demand) and the metadata cache.
     pub fn reset(&mut self) {
         self.connections.clear();
@@ -289,7 +295,7 @@ impl Client {
 
     /// Sends a request to any broker, moving to the next one on a network failure. `make`
     /// builds the request for the version negotiated with that broker.
-    async fn send_any<Req, Resp>(
+    pub(super) async fn send_any<Req, Resp>(
         &mut self,
         api_key: i16,
         make: impl Fn(i16) -> Req,
@@ -360,7 +366,7 @@ impl Client {
         Ok(())
     }
 
-    fn apply_metadata(&mut self, response: MetadataResponse) {
+    pub(super) fn apply_metadata(&mut self, response: MetadataResponse) {
         let brokers: BTreeMap<i32, String> = response
             .brokers
             .iter()
@@ -919,7 +925,7 @@ impl Client {
 
     /// An admin request to any broker (Kafka forwards it to the controller), retried on
     /// network errors. `make` builds the request for the negotiated version.
-    async fn admin_versioned<Req, Resp>(
+    pub(super) async fn admin_versioned<Req, Resp>(
         &mut self,
         api_key: i16,
         make: impl Fn(i16) -> Req,

@@ -10,9 +10,12 @@
 //! - `producer`: [`Producer`], the batching, idempotent producer, and building one batch.
 //! - `partitioner`: Kafka's murmur2 key hashing and the sticky partitioner for keyless records.
 //! - `pipeline`: a pipelined broker connection (many requests in flight), for the producer.
+//! - `admin`: describing topics and the cluster, adding partitions, reading and changing
+//!   configs.
 //! - `error`: [`ClientError`].
 
 // @client-modules
+pub mod admin;
 pub mod cluster;
 pub mod connection;
 pub mod error;
@@ -23,6 +26,10 @@ pub mod records;
 #[cfg(all(test, feature = "sim"))]
 mod sim_tests;
 
+pub use admin::{
+    AlterConfigOp, BrokerDescription, ClusterDescription, ConfigEntry, ConfigResource,
+    ConfigResourceError, ConfigSource, ConfigSynonym, DescribeConfigsOptions, TopicDescription,
+};
 pub use cluster::{
     Client, ClientConfig, FetchOptions, Fetched, NewTopic, PartitionMetadata, ProduceAck,
     TopicMetadata,
