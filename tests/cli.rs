@@ -205,7 +205,7 @@ fn cli_produce_keys_and_headers_then_consume_them_back_exactly() {
     for p in 0..3 {
         let mut offset = 0;
         for (k, v) in &lines {
-            if samsa::cli::produce::key_partition(k.as_bytes(), 3) == p {
+            if samsa::client::partitioner::partition_for_key(k.as_bytes(), 3) == p {
                 expected.push_str(&format!(
                     "rt|{p}|{offset}|{k}|{v}|src=cli,n=1|{}\n",
                     v.len()
@@ -268,7 +268,7 @@ fn cli_produce_keys_and_headers_then_consume_them_back_exactly() {
     .ok("consume one partition");
     let in_1: Vec<String> = lines
         .iter()
-        .filter(|(k, _)| samsa::cli::produce::key_partition(k.as_bytes(), 3) == 1)
+        .filter(|(k, _)| samsa::client::partitioner::partition_for_key(k.as_bytes(), 3) == 1)
         .take(2)
         .map(|(_, v)| format!("{v}\n"))
         .collect();
@@ -595,7 +595,7 @@ fn cli_topics_alter_partitions_and_configs() {
     .fails("an unknown config", 1, "INVALID_CONFIG");
     // A keyed record now lands where the Java client would put it among 4 partitions.
     tool_in(&broker, &["produce", "-t", "cfg", "-K", ":"], "k:v\n").ok("produce");
-    let p = samsa::cli::produce::key_partition(b"k", 4);
+    let p = samsa::client::partitioner::partition_for_key(b"k", 4);
     let run = tool(
         &broker,
         &[
