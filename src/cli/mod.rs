@@ -4,10 +4,10 @@
 //! errors to stderr, and a failure exits non-zero.
 
 pub mod broker;
-pub mod perf;
 pub mod common;
 pub mod consume;
 pub mod format;
+pub mod perf;
 pub mod produce;
 pub mod topics;
 
