@@ -880,8 +880,9 @@ fn check_nonmonotonic_polls(ix: &Index<'_>, report: &mut Report) {
 /// read was invoked.
 ///
 /// Assumes the partition's offsets are contiguous: no compaction, no
-/// transactions (hence no control records or aborted batches) and no
-/// retention, none of which this log has yet. A read's records must then sit
+/// transactions (hence no control records or aborted batches), none of which
+/// this log has yet. Retention only removes a prefix: a read below the log
+/// start offset fails rather than returning later records, so it makes no gap. A read's records must then sit
 /// at consecutive offsets starting at `from`. Two kinds of gap are judged: a
 /// read whose first record is above `from` (offsets `from` up to it were
 /// skipped), and two consecutive records of a read more than one offset apart.
