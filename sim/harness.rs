@@ -8,6 +8,7 @@
 //! --features sim --test sim <test>`.
 
 use crate::node::{self, NeedsRestart, Stopped, NODE_PORT, PARTITION_DIR};
+use crate::retention;
 use crate::workload::{self, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -48,6 +49,13 @@ pub struct Options {
     pub heal_ms: u64,
     pub think_ms_max: u64,
     pub segment_bytes: u64,
+    /// `log.retention.bytes` of the node (-1: no retention); retention by time stays off
+    /// (the nemesis jumps the node's clock, which would make time retention legitimately
+    /// delete anything).
+    pub retention_bytes: i64,
+    /// A deliberate bug for the retention checker's test: retention deletes one segment
+    /// more than `retention_bytes` allows.
+    pub retention_deletes_one_segment_too_many: bool,
 }
 
 impl Default for Options {
@@ -69,6 +77,8 @@ impl Default for Options {
             heal_ms: 2_000,
             think_ms_max: 6,
             segment_bytes: 8 * 1024,
+            retention_bytes: 24 * 1024,
+            retention_deletes_one_segment_too_many: false,
         }
     }
 }
@@ -78,6 +88,8 @@ impl Default for Options {
 pub struct Recorder {
     history: Arc<Mutex<History>>,
     start: Instant,
+    /// Fetch answers' (read op, log start offset, high watermark), for the retention check.
+    starts: Arc<Mutex<Vec<(OpId, i64, i64)>>>,
 }
 
 impl Recorder {
@@ -85,7 +97,17 @@ impl Recorder {
         Recorder {
             history: Arc::new(Mutex::new(History::new())),
             start: time::now(),
+            starts: Arc::new(Mutex::new(Vec::new())),
         }
+    }
+
+    /// Notes the log start offset and high watermark a fetch (read op `op`) answered with.
+    pub fn observe_start(&self, op: OpId, log_start_offset: i64, high_watermark: i64) {
+        self.starts.lock().unwrap_or_else(|p| p.into_inner()).push((
+            op,
+            log_start_offset,
+            high_watermark,
+        ));
     }
 
     fn now_ns(&self) -> u64 {
@@ -142,6 +164,9 @@ fn broker_config(options: &Options) -> BrokerConfig {
         log_roll_ms: 2_000,
         log_flush: options.flush,
         log_flush_offset_checkpoint_interval_ms: 500,
+        log_retention_bytes: options.retention_bytes,
+        log_retention_ms: -1,
+        log_retention_check_interval_ms: 200,
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -199,6 +224,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let stopped: Stopped = Arc::new(AtomicBool::new(false));
     let config = broker_config(&options);
 
+    let retention_bug = options.retention_deletes_one_segment_too_many;
     let node = {
         let (disk, clock, recorder, needs_restart, stopped, config) = (
             disk.clone(),
@@ -220,6 +246,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     recorder.clone(),
                     Arc::clone(&needs_restart),
                     Arc::clone(&stopped),
+                    retention_bug,
                 )
             })
             .build()
@@ -436,6 +463,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let corrupted = final_report.corrupted.is_some();
     crashes.push(final_report);
     let final_log = read_offline(&disk, &partition_log_config(&config), &clock, &recorder).await;
+    let starts = std::mem::take(&mut *recorder.starts.lock().unwrap_or_else(|p| p.into_inner()));
     let history = recorder.take();
     let healed_appends = history
         .operations()
@@ -444,13 +472,23 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             op.invoke_ns >= heal_start_ns && matches!(op.outcome, Some(Outcome::Appended { .. }))
         })
         .count();
-    let report = check(
+    let mut report = check(
         &history,
         &final_log,
         &CheckOptions {
             synced_corruption_injected: corrupted,
+            retention: options.retention_bytes >= 0,
         },
     );
+    if options.retention_bytes >= 0 && !corrupted {
+        retention::check(
+            &history,
+            &starts,
+            &final_log,
+            options.retention_bytes.unsigned_abs(),
+            &mut report,
+        );
+    }
     SeedOutcome {
         seed,
         history,

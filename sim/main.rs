@@ -9,6 +9,7 @@
 
 mod harness;
 mod node;
+mod retention;
 mod workload;
 
 use harness::{run_seed, run_suite, Options};
@@ -82,6 +83,42 @@ fn acknowledging_before_sync_is_caught_as_lost_write() {
     assert!(
         caught.len() >= 5,
         "expected lost-write in most of seeds {seeds:?} with ack-before-sync under power loss, caught in {caught:?}"
+    );
+}
+
+/// The retention checker must fire on a deliberately broken option: retention that deletes
+/// one segment more than `retention.bytes` allows.
+#[test]
+fn deleting_one_segment_too_many_is_caught_as_retention_overreach() {
+    let options = Options {
+        retention_deletes_one_segment_too_many: true,
+        ..Options::default()
+    };
+    let seeds = 1..11;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            run_seed(seed, &options)
+                .report
+                .has(AnomalyKind::RetentionOverreach)
+        })
+        .collect();
+    assert!(
+        caught.len() >= 5,
+        "expected retention-overreach in most of seeds {seeds:?} with one segment too many deleted, caught in {caught:?}"
+    );
+    // The same seeds without the bug: retention does delete, and nothing is reported.
+    let deleted: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            let outcome = run_seed(seed, &Options::default());
+            assert!(outcome.report.is_valid(), "seed {seed}: {}", outcome.report);
+            outcome.final_log.log_start_offset > 0
+        })
+        .collect();
+    assert!(
+        deleted.len() >= 5,
+        "expected retention to move the log start in most of seeds {seeds:?}, it did in {deleted:?}"
     );
 }
 

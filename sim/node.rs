@@ -30,9 +30,15 @@ pub async fn serve(
     recorder: Recorder,
     needs_restart: NeedsRestart,
     stopped: Stopped,
+    retention_deletes_one_segment_too_many: bool,
 ) {
     let broker = match Broker::open(config, Disk::mem(disk), clock).await {
-        Ok(broker) => broker,
+        Ok(broker) => {
+            broker
+                .retention_deletes_one_segment_too_many
+                .store(retention_deletes_one_segment_too_many, Ordering::Release);
+            broker
+        }
         Err(e) => {
             recorder.note(0, format!("node: open failed: {e}"));
             needs_restart.store(true, Ordering::Release);

@@ -112,7 +112,12 @@ impl Workload {
             partition_max_bytes: self.rng.gen_range(1..=READ_BYTES_MAX),
             isolation_level: 0,
         };
-        let outcome = match client.fetch(TOPIC, 0, from, options).await {
+        let fetched = client.fetch(TOPIC, 0, from, options).await;
+        if let Ok(f) = &fetched {
+            self.recorder
+                .observe_start(op, f.log_start_offset, f.high_watermark);
+        }
+        let outcome = match fetched {
             Ok(fetched) if fetched.error == ErrorCode::NONE => {
                 match decode_records(fetched.records, from) {
                     Ok(records) => {
@@ -126,7 +131,8 @@ impl Workload {
             }
             Ok(fetched) => {
                 if fetched.error == ErrorCode::OFFSET_OUT_OF_RANGE {
-                    *position = 0;
+                    // auto.offset.reset=earliest: retention may have moved the start.
+                    *position = fetched.log_start_offset.max(0);
                 }
                 Outcome::Failed {
                     reason: format!("fetch from {from}: {}", fetched.error),

@@ -5,7 +5,8 @@
 //! and named after the anomaly Jepsen's Kafka test reports when it breaks:
 //! lost-write, inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll,
 //! poll-skip, duplicate, phantom-read, plus unreported-corruption for runs
-//! that corrupt synced data.
+//! that corrupt synced data, and retention-overreach ([`check_retention`]) for
+//! runs with retention by size.
 //!
 //! Invariants the checkers rely on, all guaranteed by [`History`]: values are
 //! unique per append invocation, a process is sequential, and every outcome is
@@ -66,11 +67,15 @@ pub enum AnomalyKind {
     /// Synced data was corrupted and committed records went missing, yet
     /// neither recovery nor the offline read reported corruption.
     UnreportedCorruption,
+    /// Retention deleted more than the configured limit allows: after the log
+    /// start offset moved, fewer than `retention.bytes` were kept below the
+    /// high watermark.
+    RetentionOverreach,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [AnomalyKind; 8] = [
+    pub const ALL: [AnomalyKind; 9] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::NonmonotonicSend,
@@ -79,6 +84,7 @@ impl AnomalyKind {
         AnomalyKind::Duplicate,
         AnomalyKind::PhantomRead,
         AnomalyKind::UnreportedCorruption,
+        AnomalyKind::RetentionOverreach,
     ];
 
     pub fn name(self) -> &'static str {
@@ -91,6 +97,7 @@ impl AnomalyKind {
             AnomalyKind::Duplicate => "duplicate",
             AnomalyKind::PhantomRead => "phantom-read",
             AnomalyKind::UnreportedCorruption => "unreported-corruption",
+            AnomalyKind::RetentionOverreach => "retention-overreach",
         }
     }
 }
@@ -159,6 +166,10 @@ pub struct CheckOptions {
     /// final log is missing acknowledged writes while corruption_detected_at is
     /// None, report UnreportedCorruption.
     pub synced_corruption_injected: bool,
+    /// The run deleted records by retention: a committed record below the
+    /// final log start offset was deleted, not lost. Whether retention deleted
+    /// no more than it was allowed to is [`check_retention`]'s question.
+    pub retention: bool,
 }
 
 /// The verdict on one run.
@@ -340,6 +351,8 @@ struct Index<'h> {
     /// Synced data was corrupted but nothing detected it, so any loss is the
     /// corruption going unreported.
     corruption_unreported: bool,
+    /// Records below this offset may have been deleted by retention.
+    retained_from: Option<Offset>,
 }
 
 impl<'h> Index<'h> {
@@ -409,7 +422,14 @@ impl<'h> Index<'h> {
             final_offsets,
             excused_from,
             corruption_unreported,
+            retained_from: options.retention.then_some(final_log.log_start_offset),
         }
+    }
+
+    /// Whether a record at `offset` is below the final log start offset of a
+    /// run with retention, so its absence is a deletion, not a loss.
+    fn deleted_by_retention(&self, offset: Offset) -> bool {
+        self.retained_from.is_some_and(|start| offset < start)
     }
 
     /// Every acknowledged record as (offset, value, appending op), in
@@ -483,12 +503,13 @@ impl<'h> Index<'h> {
 /// inconsistent-offsets. Each missing value is reported once, at the offset its
 /// acknowledgement promised or else the offset it was first read at; that
 /// offset is what the corruption excuse compares against. The log start
-/// offset excuses nothing, since there is no retention yet.
+/// offset excuses a record below it only when the run had retention
+/// (`CheckOptions::retention`).
 fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
     let mut judged: BTreeSet<Value> = BTreeSet::new();
     for (offset, value, op) in ix.acked_records() {
         judged.insert(value);
-        if ix.final_offsets.contains_key(&value) {
+        if ix.final_offsets.contains_key(&value) || ix.deleted_by_retention(offset) {
             continue;
         }
         ix.report_loss(report, offset, || {
@@ -504,6 +525,7 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
         if !ix.possibly_written(value)
             || !judged.insert(value)
             || ix.final_offsets.contains_key(&value)
+            || ix.deleted_by_retention(offset)
         {
             continue;
         }
@@ -858,8 +880,9 @@ fn check_nonmonotonic_polls(ix: &Index<'_>, report: &mut Report) {
 /// read was invoked.
 ///
 /// Assumes the partition's offsets are contiguous: no compaction, no
-/// transactions (hence no control records or aborted batches) and no
-/// retention, none of which this log has yet. A read's records must then sit
+/// transactions (hence no control records or aborted batches), none of which
+/// this log has yet. Retention only removes a prefix: a read below the log
+/// start offset fails rather than returning later records, so it makes no gap. A read's records must then sit
 /// at consecutive offsets starting at `from`. Two kinds of gap are judged: a
 /// read whose first record is above `from` (offsets `from` up to it were
 /// skipped), and two consecutive records of a read more than one offset apart.
@@ -949,6 +972,56 @@ fn check_poll_skips(ix: &Index<'_>, report: &mut Report) {
                      {value} in the final log and was committed there according to {source} \
                      before the read was invoked",
                     read.op, read.from
+                )
+            });
+        }
+    }
+}
+
+/// One observation of the log start offset next to a high watermark: a fetch
+/// answer, or the final log (start and end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartObservation {
+    /// When the observation was made (its request completed).
+    pub time_ns: u64,
+    pub log_start_offset: Offset,
+    /// A high watermark at least as high as the one retention saw when it
+    /// moved the start to `log_start_offset` (the harness picks one observed
+    /// later, or the final log end).
+    pub high_watermark: Offset,
+}
+
+/// retention-overreach: retention by size keeps at least `retention_bytes`
+/// below the high watermark, so wherever the log start offset was observed
+/// above `first_offset` (the start before anything was deleted), the bytes of
+/// the records in `[log_start_offset, high_watermark)` must be at least
+/// `retention_bytes`. `bytes_at_most(lo, hi)` is an upper bound, given by the
+/// harness that knows the record format, on the bytes of the records in
+/// `[lo, hi)`: a bound rather than an exact figure, so an unknown record never
+/// makes a valid run fail. Each observation is reported at most once.
+pub fn check_retention(
+    observations: &[StartObservation],
+    first_offset: Offset,
+    retention_bytes: u64,
+    mut bytes_at_most: impl FnMut(Offset, Offset) -> u64,
+    report: &mut Report,
+) {
+    for observation in observations {
+        let StartObservation {
+            time_ns,
+            log_start_offset,
+            high_watermark,
+        } = *observation;
+        if log_start_offset <= first_offset {
+            continue;
+        }
+        let kept = bytes_at_most(log_start_offset, high_watermark);
+        if kept < retention_bytes {
+            report.record(AnomalyKind::RetentionOverreach, || {
+                format!(
+                    "at {time_ns} ns the log start offset was {log_start_offset}, leaving at most \
+                     {kept} bytes below high watermark {high_watermark}, fewer than \
+                     retention.bytes {retention_bytes}"
                 )
             });
         }
@@ -1082,6 +1155,7 @@ mod tests {
     fn synced_corruption() -> CheckOptions {
         CheckOptions {
             synced_corruption_injected: true,
+            ..CheckOptions::default()
         }
     }
 
@@ -1120,7 +1194,8 @@ mod tests {
                 "poll-skip",
                 "duplicate",
                 "phantom-read",
-                "unreported-corruption"
+                "unreported-corruption",
+                "retention-overreach"
             ]
         );
     }
@@ -1238,6 +1313,49 @@ mod tests {
         let report = check_plain(&b, &final_log(2, &values[2..4]));
         assert_kinds(&report, &[AnomalyKind::LostWrite]);
         assert_eq!(report.count(AnomalyKind::LostWrite), 2);
+    }
+
+    #[test]
+    fn below_log_start_offset_is_deleted_with_retention() {
+        let (b, values) = four_acked();
+        let options = CheckOptions {
+            retention: true,
+            ..CheckOptions::default()
+        };
+        let report = check(&b.history, &final_log(2, &values[2..4]), &options);
+        assert!(report.is_valid(), "{report}");
+        // Retention excuses nothing at or above the start.
+        let report = check(&b.history, &final_log(2, &values[2..3]), &options);
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+    }
+
+    #[test]
+    fn retention_overreach_needs_fewer_bytes_than_the_limit() {
+        let observe = |start, hw| StartObservation {
+            time_ns: 1,
+            log_start_offset: start,
+            high_watermark: hw,
+        };
+        // 10 bytes per record, 100 bytes to keep.
+        let observations = [
+            observe(0, 3),
+            observe(5, 15),
+            observe(8, 17),
+            observe(9, 30),
+        ];
+        let mut report = Report::default();
+        check_retention(
+            &observations,
+            0,
+            100,
+            |lo, hi| (hi - lo) as u64 * 10,
+            &mut report,
+        );
+        assert_kinds(&report, &[AnomalyKind::RetentionOverreach]);
+        assert_eq!(report.count(AnomalyKind::RetentionOverreach), 1);
+        assert!(report.anomalies[0]
+            .detail
+            .contains("log start offset was 8"));
     }
 
     #[test]

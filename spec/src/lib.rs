@@ -12,7 +12,7 @@
 //! - [`checker`] judges a history plus the log as read offline after the run,
 //!   and reports anomalies under Jepsen's names (lost-write,
 //!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
-//!   duplicate, phantom-read, unreported-corruption).
+//!   duplicate, phantom-read, unreported-corruption, retention-overreach).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be
@@ -23,7 +23,8 @@ pub mod history;
 pub mod model;
 
 pub use checker::{
-    check, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, ANOMALY_DETAILS_MAX,
+    check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
+    ANOMALY_DETAILS_MAX,
 };
 pub use history::{
     Event, EventKind, History, Offset, Op, OpId, Operation, Outcome, ProcessId, Value,

@@ -189,6 +189,7 @@ fn truncated_final_log_loses_writes_unless_corruption_excuses_it() {
 
         let synced = CheckOptions {
             synced_corruption_injected: true,
+            ..CheckOptions::default()
         };
         let report = check(&run.history, &log, &synced);
         assert!(report.has(AnomalyKind::UnreportedCorruption), "seed {seed}");

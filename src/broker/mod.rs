@@ -66,6 +66,10 @@ pub struct Broker {
     pub health: Arc<LogDirHealth>,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
+    /// A deliberate bug for the simulation's checker test: retention deletes one segment
+    /// more than the topic config allows.
+    #[cfg(feature = "sim")]
+    pub retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool,
 }
 
 /// How often the background task looks for page-cache logs due a flush (the granularity
@@ -116,12 +120,17 @@ impl Broker {
             data_arrived,
             health,
             _lock: lock,
+            #[cfg(feature = "sim")]
+            retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
     /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
-    /// `flush.ms` has passed). A failure is reported through [`Broker::health`].
+    /// `flush.ms` has passed) and its retention check every
+    /// `log.retention.check.interval.ms`. A failure is reported through [`Broker::health`].
     pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
+        let retention_every = Duration::from_millis(self.config.log_retention_check_interval_ms);
+        let mut next_retention = time::now() + retention_every;
         loop {
             tokio::select! {
                 biased;
@@ -131,6 +140,37 @@ impl Broker {
             for partition in self.topics.partitions().await {
                 // Errors are reported through the health flag; deleted partitions are skipped.
                 let _ = partition.flush_if_due().await;
+            }
+            if time::now() >= next_retention {
+                self.enforce_retention().await;
+                next_retention = time::now() + retention_every;
+            }
+        }
+    }
+
+    /// One retention check of every partition (Kafka's `kafka-log-retention` task). Errors
+    /// are reported through the health flag; deleted partitions are skipped.
+    pub async fn enforce_retention(&self) {
+        #[cfg(feature = "sim")]
+        let too_many = self
+            .retention_deletes_one_segment_too_many
+            .load(std::sync::atomic::Ordering::Acquire);
+        #[cfg(not(feature = "sim"))]
+        let too_many = false;
+        for partition in self.topics.partitions().await {
+            match partition
+                .enforce_retention(self.clock.now_ms(), too_many)
+                .await
+            {
+                Ok(outcome) if outcome.segments_deleted > 0 => tracing::info!(
+                    topic = %partition.topic,
+                    partition = partition.index,
+                    segments = outcome.segments_deleted,
+                    bytes = outcome.bytes_deleted,
+                    log_start_offset = outcome.log_start_offset,
+                    "retention deleted segments"
+                ),
+                Ok(_) | Err(_) => {}
             }
         }
     }

@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use crate::broker::config::TopicConfig;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
+    RetentionOutcome, RetentionPolicy,
 };
 use crate::protocol::wire::Uuid;
 use crate::rt::latch::Latch;
@@ -333,6 +334,42 @@ impl Partition {
             .map_err(|e| self.log_error(e))?;
         // Nothing to advance: page-cache mode acknowledges at append.
         Ok(())
+    }
+
+    /// Kafka's retention check for this partition, with the topic's current `retention.ms`
+    /// and `retention.bytes` (read at each call, so a config change applies at the next
+    /// check). Time and size limits apply only when `cleanup.policy` includes `delete`;
+    /// segments below the log start offset go in any case. `now_ms` is the node's wall clock.
+    pub async fn enforce_retention(
+        &self,
+        now_ms: i64,
+        delete_one_segment_too_many: bool,
+    ) -> Result<RetentionOutcome, PartitionError> {
+        self.check_live()?;
+        let config = self.config();
+        let policy = if config.cleanup_policy.deletes() {
+            RetentionPolicy {
+                retention_ms: config.retention_ms,
+                retention_bytes: config.retention_bytes,
+                delete_one_segment_too_many,
+            }
+        } else {
+            RetentionPolicy::UNLIMITED
+        };
+        self.log
+            .enforce_retention(policy, self.high_watermark(), now_ms)
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+
+    /// Kafka's DeleteRecords: moves the log start offset to `offset` (at most the high
+    /// watermark) and returns the new low watermark once it is durable.
+    pub async fn delete_records(&self, offset: i64) -> Result<i64, PartitionError> {
+        self.check_live()?;
+        self.log
+            .delete_records(offset, self.high_watermark())
+            .await
+            .map_err(|e| self.log_error(e))
     }
 
     /// The first offset whose batch has a timestamp at or after `timestamp`, if any.

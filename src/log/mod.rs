@@ -19,9 +19,20 @@
 //!   written, so recovery may trust every segment wholly below it;
 //! - once an IO error has been seen the log is offline: every later call fails until the log
 //!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate).
+//! - the log start offset only moves forward, never past the caller's high watermark, and
+//!   the first segment's base offset is at or below it. It is checkpointed durably
+//!   (`log-start-offset-checkpoint`) before any segment below it is unlinked, so a crash at
+//!   any point leaves either the old start with every segment, or the new start with some
+//!   segments below it that recovery removes.
+//!
+//! Retention (see [`Log::enforce_retention`] and [`Log::delete_records`]) deletes whole
+//! segments from the front of the log, never the active one, and only segments that lie
+//! wholly below the high watermark, so an unacknowledged append is never deleted.
 
 mod index;
 mod recovery;
+#[cfg(test)]
+mod retention_tests;
 pub mod segment;
 pub mod validator;
 
@@ -40,6 +51,9 @@ use tokio::sync::Mutex;
 
 /// Name of the recovery-point checkpoint file in a log directory.
 pub const RECOVERY_POINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// Name of the log start offset checkpoint file in a log directory (one per partition;
+/// Kafka keeps one per log directory listing every partition).
+pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
 /// Name of the marker a clean shutdown leaves in a log directory (Kafka's name).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 
@@ -216,6 +230,36 @@ impl std::fmt::Display for LogError {
 
 impl std::error::Error for LogError {}
 
+/// The retention settings of one check, Kafka's topic configs; -1 means no limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionPolicy {
+    /// `retention.ms`: a segment whose largest timestamp is older than this may go.
+    pub retention_ms: i64,
+    /// `retention.bytes`: a segment may go while the log without it keeps at least this many
+    /// bytes (counted below the high watermark).
+    pub retention_bytes: i64,
+    /// A deliberate bug for the simulation's checker test: delete one segment more than the
+    /// settings allow (never the active one). Always false outside that test.
+    pub delete_one_segment_too_many: bool,
+}
+
+impl RetentionPolicy {
+    /// No limit by time or size: only the log start offset removes segments.
+    pub const UNLIMITED: RetentionPolicy = RetentionPolicy {
+        retention_ms: -1,
+        retention_bytes: -1,
+        delete_one_segment_too_many: false,
+    };
+}
+
+/// What one retention pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetentionOutcome {
+    pub segments_deleted: usize,
+    pub bytes_deleted: u64,
+    pub log_start_offset: i64,
+}
+
 /// Where an append landed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -378,6 +422,28 @@ impl State {
             self.log_end_offset,
             "active segment disagrees with log end"
         );
+        assert!(
+            self.segments
+                .keys()
+                .next()
+                .is_some_and(|&first| first <= self.log_start_offset),
+            "the first segment begins above the log start offset"
+        );
+    }
+
+    /// Bytes of the log below `offset` (a batch boundary at or below the log end, such as the
+    /// high watermark): whole segments, plus the part of the segment holding `offset`.
+    async fn bytes_below(&self, offset: i64) -> Result<u64, LogError> {
+        let mut total = 0;
+        for segment in self.segments.values() {
+            if segment.next_offset <= offset {
+                total += segment.size;
+            } else if segment.base_offset < offset {
+                let found = segment.seek(offset, |h| h.next_offset() > offset).await?;
+                total += found.map_or(segment.size, |(position, _)| position);
+            }
+        }
+        Ok(total)
     }
 }
 
@@ -391,6 +457,9 @@ pub struct Log {
     state: Mutex<State>,
     /// Held by whoever is syncing; appends waiting for durability queue here (group commit).
     sync_lock: Mutex<()>,
+    /// Held while the log start offset advances (retention, DeleteRecords), so checkpoints
+    /// are written in order and two passes never delete the same segment.
+    retention_lock: Mutex<()>,
     log_end_offset: AtomicI64,
     durable_end_offset: AtomicI64,
 }
@@ -407,7 +476,7 @@ impl Log {
         let (segments, report) = recovery::recover(&disk, dir, &config).await?;
         let now = time::now();
         let state = State {
-            log_start_offset: segments.values().next().map_or(0, |s| s.base_offset),
+            log_start_offset: report.log_start_offset,
             log_end_offset: report.log_end_offset,
             durable_end_offset: report.log_end_offset,
             segments,
@@ -430,6 +499,7 @@ impl Log {
             durable_end_offset: AtomicI64::new(state.durable_end_offset),
             state: Mutex::new(state),
             sync_lock: Mutex::new(()),
+            retention_lock: Mutex::new(()),
         };
         Ok((Arc::new(log), report))
     }
@@ -911,10 +981,192 @@ impl Log {
             let rel = segment.time_index.lookup(timestamp);
             let from = segment.base_offset + i64::from(rel);
             if let Some((_, header)) = segment.seek(from, |h| h.max_timestamp >= timestamp).await? {
-                return Ok(Some(header.base_offset));
+                // A batch straddling the log start: its records below the start are gone.
+                return Ok(Some(header.base_offset.max(state.log_start_offset)));
             }
         }
         Ok(None)
+    }
+
+    /// Deletes old segments as `policy` allows (Kafka's retention check): first the longest
+    /// run of segments from the front whose largest timestamp is more than `retention_ms`
+    /// before `now_ms`, then the longest further run that leaves at least `retention_bytes`
+    /// in the log; the log start offset moves to the first segment kept. Never deletes the
+    /// active segment, nor one that is not wholly below `high_watermark`; sizes are counted
+    /// below `high_watermark` too, so data that a crash could still take away never counts
+    /// toward what retention keeps. Also removes segments wholly below the log start offset
+    /// (after [`Log::delete_records`]).
+    ///
+    /// A segment without any timestamp (every batch with timestamp -1) is kept by time
+    /// retention, and stops its run: Kafka would fall back to the file's modification time,
+    /// which the disk layer does not expose.
+    pub async fn enforce_retention(
+        &self,
+        policy: RetentionPolicy,
+        high_watermark: i64,
+        now_ms: i64,
+    ) -> Result<RetentionOutcome, LogError> {
+        let _retention = self.retention_lock.lock().await;
+        let target = {
+            let state = self.state.lock().await;
+            state.online()?;
+            let mut candidates = Vec::new();
+            let mut bases = state.segments.keys().skip(1);
+            for segment in state.segments.values() {
+                let Some(&next_base) = bases.next() else {
+                    break; // The active segment is never deleted.
+                };
+                if next_base > high_watermark {
+                    break;
+                }
+                candidates.push((next_base, segment.size, segment.max_timestamp));
+            }
+            let mut deletable = 0;
+            if policy.retention_ms >= 0 {
+                deletable = candidates
+                    .iter()
+                    .take_while(|(_, _, max_timestamp)| {
+                        *max_timestamp >= 0
+                            && now_ms.saturating_sub(*max_timestamp) > policy.retention_ms
+                    })
+                    .count();
+            }
+            if policy.retention_bytes >= 0 {
+                let size = state.bytes_below(high_watermark).await?;
+                let mut left: u64 = candidates
+                    .iter()
+                    .take(deletable)
+                    .fold(size, |left, (_, bytes, _)| left.saturating_sub(*bytes));
+                let retention_bytes = policy.retention_bytes.unsigned_abs();
+                for (_, bytes, _) in candidates.iter().skip(deletable) {
+                    if left.saturating_sub(*bytes) < retention_bytes || *bytes > left {
+                        break;
+                    }
+                    left -= bytes;
+                    deletable += 1;
+                }
+            }
+            if policy.delete_one_segment_too_many && deletable > 0 {
+                deletable = (deletable + 1).min(candidates.len());
+            }
+            let first_kept = match deletable.checked_sub(1) {
+                Some(last) => candidates.get(last).map(|(next_base, _, _)| *next_base),
+                None => None,
+            };
+            first_kept.unwrap_or(state.log_start_offset)
+        };
+        self.advance_log_start(target).await
+    }
+
+    /// Kafka's DeleteRecords: moves the log start offset to `offset` (records below it can no
+    /// longer be read) and deletes the segments wholly below it. `offset` may not pass
+    /// `high_watermark`; one at or below the current start changes nothing. Returns the log
+    /// start offset (the new low watermark) once its checkpoint is durable.
+    pub async fn delete_records(&self, offset: i64, high_watermark: i64) -> Result<i64, LogError> {
+        let _retention = self.retention_lock.lock().await;
+        {
+            let state = self.state.lock().await;
+            state.online()?;
+            if offset > high_watermark.min(state.log_end_offset) || offset < 0 {
+                return Err(LogError::OffsetOutOfRange {
+                    offset,
+                    log_start_offset: state.log_start_offset,
+                    log_end_offset: high_watermark.min(state.log_end_offset),
+                });
+            }
+        }
+        Ok(self.advance_log_start(offset).await?.log_start_offset)
+    }
+
+    /// Moves the log start offset forward to `target` (if it is ahead) and deletes every
+    /// segment wholly below the start. Callers hold the retention lock.
+    ///
+    /// Crash safety: the bytes below `target` are made durable first (so recovery cannot end
+    /// the log below its new start), then the new start is checkpointed durably, then the
+    /// segments leave the state (reads below the start are refused from here on) and their
+    /// files are unlinked, `.log` last. A crash after the checkpoint leaves segments below the
+    /// start, which recovery removes.
+    async fn advance_log_start(&self, target: i64) -> Result<RetentionOutcome, LogError> {
+        let current = {
+            let state = self.state.lock().await;
+            state.online()?;
+            state.log_start_offset
+        };
+        if target > current {
+            self.flush_to(target).await?;
+            if let Err(e) =
+                recovery::write_log_start_checkpoint(&self.disk, &self.dir, target).await
+            {
+                return Err(self.go_offline(e).await);
+            }
+        }
+        let doomed: Vec<Segment> = {
+            let mut state = self.state.lock().await;
+            state.online()?;
+            if target > state.log_start_offset {
+                if target > state.durable_end_offset {
+                    // Only a truncation racing this call can get here (a single node never
+                    // truncates below its high watermark). The checkpoint already names the
+                    // new start; recovery restarts a log that ends below its start.
+                    return Err(LogError::Truncated { offset: target });
+                }
+                state.log_start_offset = target;
+            }
+            let start = state.log_start_offset;
+            let mut doomed_bases = Vec::new();
+            let mut bases = state.segments.keys().skip(1);
+            for &base in state.segments.keys() {
+                match bases.next() {
+                    Some(&next_base) if next_base <= start => doomed_bases.push(base),
+                    _ => break,
+                }
+            }
+            let doomed: Vec<Segment> = doomed_bases
+                .iter()
+                .filter_map(|base| state.segments.remove(base))
+                .collect();
+            let State {
+                dirty, segments, ..
+            } = &mut *state;
+            dirty.retain(|(_, f)| state_has(segments, f));
+            state.check_invariants();
+            doomed
+        };
+        let mut outcome = RetentionOutcome {
+            segments_deleted: doomed.len(),
+            bytes_deleted: doomed.iter().map(|s| s.size).sum(),
+            log_start_offset: target.max(current),
+        };
+        for segment in &doomed {
+            tracing::info!(
+                dir = %self.dir,
+                base_offset = segment.base_offset,
+                next_offset = segment.next_offset,
+                log_start_offset = outcome.log_start_offset,
+                "deleting a segment below the log start offset"
+            );
+            // Open handles (a zero-copy send in flight) keep the file readable after unlink.
+            for file in [&segment.index_file, &segment.time_index_file, &segment.log] {
+                match self.disk.remove(file.path()).await {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => {
+                        return Err(self
+                            .go_offline(LogError::io("remove", file.path(), e))
+                            .await)
+                    }
+                }
+            }
+        }
+        if !doomed.is_empty() {
+            if let Err(e) = self.disk.sync_dir(&self.dir).await {
+                return Err(self
+                    .go_offline(LogError::io("sync directory", &self.dir, e))
+                    .await);
+            }
+        }
+        outcome.log_start_offset = self.log_start_offset().await;
+        Ok(outcome)
     }
 
     /// Removes every batch at or above `offset`. If `offset` falls inside a batch the whole

@@ -14,9 +14,14 @@
 //! - After a scan everything is synced and the recovery point moves to the log end, so the
 //!   recovered data is durable before anything new is acknowledged.
 //! - The clean-shutdown marker is removed (durably) before the log accepts appends.
+//! - Retention may have been cut short by a crash between the checkpoint and the unlinks:
+//!   every segment wholly below the checkpointed log start offset is removed (a segment
+//!   already gone, a gap among such segments, or index files whose `.log` is gone are all
+//!   tolerated), and if the log now ends below its start (recovery cut data the start had
+//!   passed) it is emptied and restarted at the log start offset, as Kafka does.
 
 use super::segment::{parse_log_name, Segment};
-use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE};
+use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
 use crate::rt::disk::{join, Disk};
 use std::collections::BTreeMap;
 
@@ -34,6 +39,10 @@ pub struct RecoveryReport {
     pub truncated: Option<Truncation>,
     /// Segments deleted because they came after a cut or a gap in the offsets.
     pub segments_removed: usize,
+    /// Segments (or leftover index files) removed because they lay wholly below the
+    /// checkpointed log start offset: retention interrupted by a crash.
+    pub segments_below_start_removed: usize,
+    pub log_start_offset: i64,
     pub log_end_offset: i64,
 }
 
@@ -61,6 +70,43 @@ pub(super) async fn write_checkpoint(
     disk.write_file_atomic(&path, encode_checkpoint(recovery_point).as_bytes())
         .await
         .map_err(|e| LogError::io("write checkpoint", &path, e))
+}
+
+/// Writes the log start offset checkpoint of the log in `dir` durably and atomically.
+pub(super) async fn write_log_start_checkpoint(
+    disk: &Disk,
+    dir: &str,
+    log_start_offset: i64,
+) -> Result<(), LogError> {
+    let path = join(dir, LOG_START_OFFSET_FILE);
+    disk.write_file_atomic(&path, encode_checkpoint(log_start_offset).as_bytes())
+        .await
+        .map_err(|e| LogError::io("write log start checkpoint", &path, e))
+}
+
+/// Reads an offset checkpoint named `name` in `dir` (listed in `names`): 0 when missing or
+/// unusable (with a warning naming the file and why).
+async fn read_offset_checkpoint(
+    disk: &Disk,
+    dir: &str,
+    names: &[String],
+    name: &str,
+) -> Result<i64, LogError> {
+    if !names.iter().any(|n| n == name) {
+        return Ok(0);
+    }
+    let path = join(dir, name);
+    let bytes = disk
+        .read_file(&path)
+        .await
+        .map_err(|e| LogError::io("read checkpoint", &path, e))?;
+    match decode_checkpoint(&bytes) {
+        Ok(offset) => Ok(offset),
+        Err(why) => {
+            tracing::warn!(path = %path, why, "ignoring unusable offset checkpoint");
+            Ok(0)
+        }
+    }
 }
 
 /// Parses a checkpoint file; `Err` says why it cannot be used.
@@ -109,31 +155,26 @@ pub(super) async fn recover(
         let path = join(dir, name);
         disk.remove(&path).await.map_err(io("remove", &path))?;
     }
-    let checkpoint_path = join(dir, RECOVERY_POINT_FILE);
-    report.recovery_point = if names.iter().any(|n| n == RECOVERY_POINT_FILE) {
-        let bytes = disk
-            .read_file(&checkpoint_path)
-            .await
-            .map_err(io("read checkpoint", &checkpoint_path))?;
-        match decode_checkpoint(&bytes) {
-            Ok(offset) => offset,
-            Err(why) => {
-                tracing::warn!(path = %checkpoint_path, why, "ignoring unusable recovery point; scanning the whole log");
-                0
-            }
-        }
-    } else {
-        0
-    };
-    let bases: Vec<i64> = names.iter().filter_map(|n| parse_log_name(n)).collect();
+    report.recovery_point = read_offset_checkpoint(disk, dir, &names, RECOVERY_POINT_FILE).await?;
+    let checkpointed_start =
+        read_offset_checkpoint(disk, dir, &names, LOG_START_OFFSET_FILE).await?;
+    let mut bases: Vec<i64> = names.iter().filter_map(|n| parse_log_name(n)).collect();
+    report.segments_below_start_removed =
+        remove_below_start(disk, dir, &names, &mut bases, checkpointed_start).await?;
     let mut segments = BTreeMap::new();
     if bases.is_empty() {
-        let segment = Segment::create(disk, dir, 0).await?;
-        segments.insert(0, segment);
+        // A new log, or one whose every segment retention removed: it starts at its start.
+        let segment = Segment::create(disk, dir, checkpointed_start).await?;
+        segments.insert(checkpointed_start, segment);
         disk.sync_dir(dir)
             .await
             .map_err(io("sync directory", dir))?;
         report.segments = 1;
+        report.log_start_offset = checkpointed_start;
+        report.log_end_offset = checkpointed_start;
+        if checkpointed_start > 0 {
+            write_checkpoint(disk, dir, checkpointed_start).await?;
+        }
         return Ok((segments, report));
     }
     // The first segment to scan: the one holding the recovery point (none after a clean
@@ -251,7 +292,32 @@ pub(super) async fn recover(
             .await
             .map_err(io("sync directory", dir))?;
     }
-    let end = segments.values().next_back().map_or(0, |s| s.next_offset);
+    let mut end = segments.values().next_back().map_or(0, |s| s.next_offset);
+    if end < checkpointed_start {
+        // Recovery cut the log below a start that had already passed there (only possible
+        // after damage to synced data): nothing between the two can be served, so restart the
+        // log empty at its start, as Kafka does.
+        tracing::warn!(
+            dir,
+            end,
+            log_start_offset = checkpointed_start,
+            "log ends below its start offset; restarting it empty at the start"
+        );
+        for base in std::mem::take(&mut segments).into_keys() {
+            remove_segment(disk, dir, base).await?;
+            report.segments_removed += 1;
+        }
+        let segment = Segment::create(disk, dir, checkpointed_start).await?;
+        segments.insert(checkpointed_start, segment);
+        disk.sync_dir(dir)
+            .await
+            .map_err(io("sync directory", dir))?;
+        end = checkpointed_start;
+    }
+    report.log_start_offset = segments
+        .keys()
+        .next()
+        .map_or(checkpointed_start, |&first| first.max(checkpointed_start));
     if end < report.recovery_point && report.truncated.is_none() {
         tracing::warn!(
             dir,
@@ -273,8 +339,55 @@ pub(super) async fn recover(
     Ok((segments, report))
 }
 
+/// Removes the segments of `bases` that lie wholly below `log_start` (a later segment begins
+/// at or below it), and index files left without their `.log`, which a crash in the middle of
+/// retention's unlinks leaves behind. The last segment always stays. Returns how many
+/// segments (or orphan index pairs) went; the directory is synced if any did.
+async fn remove_below_start(
+    disk: &Disk,
+    dir: &str,
+    names: &[String],
+    bases: &mut Vec<i64>,
+    log_start: i64,
+) -> Result<usize, LogError> {
+    let mut doomed: Vec<i64> = bases
+        .windows(2)
+        .filter_map(|pair| match pair {
+            [base, next] if *next <= log_start => Some(*base),
+            _ => None,
+        })
+        .collect();
+    bases.retain(|b| !doomed.contains(b));
+    let orphans = names.iter().filter_map(|n| {
+        let digits = n
+            .strip_suffix(".index")
+            .or_else(|| n.strip_suffix(".timeindex"))?;
+        parse_log_name(&format!("{digits}.log")).filter(|b| !bases.contains(b))
+    });
+    doomed.extend(orphans);
+    doomed.sort_unstable();
+    doomed.dedup();
+    for &base in &doomed {
+        tracing::info!(
+            dir,
+            base,
+            log_start,
+            "removing a segment below the log start offset"
+        );
+        remove_segment(disk, dir, base).await?;
+    }
+    if !doomed.is_empty() {
+        disk.sync_dir(dir)
+            .await
+            .map_err(|e| LogError::io("sync directory", dir, e))?;
+    }
+    Ok(doomed.len())
+}
+
+/// Removes a segment's files, whichever of them still exist (the `.log` last, so a crash
+/// part-way leaves a segment recovery still recognises, or only orphan index files).
 async fn remove_segment(disk: &Disk, dir: &str, base: i64) -> Result<(), LogError> {
-    for suffix in [".log", ".index", ".timeindex"] {
+    for suffix in [".index", ".timeindex", ".log"] {
         let path = Segment::path(dir, base, suffix);
         if disk
             .exists(&path)

@@ -9,6 +9,7 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod fetch;
 pub mod find_coordinator;
@@ -76,7 +77,7 @@ pub enum Reply {
 /// The APIs this broker handles, with the versions it advertises in ApiVersions.
 pub fn supported_apis() -> Vec<(i16, i16, i16)> {
     use crate::protocol::*;
-    let handled: [(i16, Option<i16>); 8] = [
+    let handled: [(i16, Option<i16>); 9] = [
         // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
         // the broker is usable from Produce's minimum version (KAFKA-18659).
         (produce::ProduceRequest::API_KEY, Some(0)),
@@ -87,6 +88,7 @@ pub fn supported_apis() -> Vec<(i16, i16, i16)> {
         (api_versions::ApiVersionsRequest::API_KEY, None),
         (create_topics::CreateTopicsRequest::API_KEY, None),
         (delete_topics::DeleteTopicsRequest::API_KEY, None),
+        (delete_records::DeleteRecordsRequest::API_KEY, None),
     ];
     let mut out: Vec<(i16, i16, i16)> = handled
         .iter()
@@ -209,6 +211,10 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         },
         delete_topics::DeleteTopicsRequest::API_KEY => match decode(&request) {
             Ok(req) => now(&request, &self::delete_topics::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        delete_records::DeleteRecordsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::delete_records::handle(broker, version, req).await),
             Err(e) => malformed(&request, e),
         },
         other => Reply::Close(format!(
