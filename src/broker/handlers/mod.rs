@@ -252,7 +252,9 @@ pub fn topic_error_code(
         }
         TopicError::AlreadyExists { .. } => ErrorCode::TOPIC_ALREADY_EXISTS,
         TopicError::UnknownTopic { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-        TopicError::InvalidPartitions { .. } => ErrorCode::INVALID_PARTITIONS,
+        TopicError::InvalidPartitions { .. } | TopicError::PartitionsNotIncreased { .. } => {
+            ErrorCode::INVALID_PARTITIONS
+        }
         TopicError::InvalidReplicationFactor { .. } => ErrorCode::INVALID_REPLICATION_FACTOR,
         TopicError::InvalidConfig { .. } => ErrorCode::INVALID_CONFIG,
         TopicError::DeletionDisabled { .. } => ErrorCode::TOPIC_DELETION_DISABLED,
