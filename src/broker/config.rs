@@ -824,7 +824,7 @@ impl BrokerConfig {
             c.node_id = i32::try_from(id).unwrap_or(c.node_id);
         }
 
-        c.apply_listeners(&s)?;
+        c.apply_listeners(s)?;
 
         // log.dirs wins over log.dir, as in Kafka.
         let dirs_key = if s.get("log.dirs").is_some() {

@@ -514,13 +514,15 @@ impl Topics {
         })
     }
 
-    /// Replaces a topic's config overrides (AlterConfigs): validated as at creation, written
+    /// Replaces a topic's config overrides with what `change` makes of the current ones
+    /// (AlterConfigs, IncrementalAlterConfigs; under the topics lock, so concurrent changes
+    /// never lose one another): validated as at creation, written
     /// to the topic file atomically (the commit point), then put in force on the running
     /// partitions. With `validate_only` nothing changes.
     pub async fn alter_overrides(
         &self,
         name: &str,
-        overrides: BTreeMap<String, String>,
+        change: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<Arc<Topic>, TopicError> {
         let mut topics = self.topics.write().await;
@@ -529,6 +531,7 @@ impl Topics {
                 name: name.to_string(),
             });
         };
+        let overrides = change(&topic.overrides);
         let config = self.validate_overrides(name, &overrides)?;
         if validate_only {
             return Ok(topic);

@@ -7,11 +7,17 @@
 //! of that connection is started. Only waiting (for a sync, for data to fetch) is deferred, so
 //! pipelined requests keep Kafka's per-connection ordering while their syncs are shared.
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod incremental_alter_configs;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -76,7 +82,7 @@ pub enum Reply {
 /// The APIs this broker handles, with the versions it advertises in ApiVersions.
 pub fn supported_apis() -> Vec<(i16, i16, i16)> {
     use crate::protocol::*;
-    let handled: [(i16, Option<i16>); 8] = [
+    let handled: [(i16, Option<i16>); 14] = [
         // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
         // the broker is usable from Produce's minimum version (KAFKA-18659).
         (produce::ProduceRequest::API_KEY, Some(0)),
@@ -87,6 +93,16 @@ pub fn supported_apis() -> Vec<(i16, i16, i16)> {
         (api_versions::ApiVersionsRequest::API_KEY, None),
         (create_topics::CreateTopicsRequest::API_KEY, None),
         (delete_topics::DeleteTopicsRequest::API_KEY, None),
+        // @admin
+        (describe_configs::DescribeConfigsRequest::API_KEY, None),
+        (alter_configs::AlterConfigsRequest::API_KEY, None),
+        (
+            incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY,
+            None,
+        ),
+        (create_partitions::CreatePartitionsRequest::API_KEY, None),
+        (describe_cluster::DescribeClusterRequest::API_KEY, None),
+        (describe_log_dirs::DescribeLogDirsRequest::API_KEY, None),
     ];
     let mut out: Vec<(i16, i16, i16)> = handled
         .iter()
@@ -209,6 +225,42 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         },
         delete_topics::DeleteTopicsRequest::API_KEY => match decode(&request) {
             Ok(req) => now(&request, &self::delete_topics::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        // @admin
+        describe_configs::DescribeConfigsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::describe_configs::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        alter_configs::AlterConfigsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::alter_configs::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY => {
+            match decode(&request) {
+                Ok(req) => now(
+                    &request,
+                    &self::incremental_alter_configs::handle(broker, version, req).await,
+                ),
+                Err(e) => malformed(&request, e),
+            }
+        }
+        create_partitions::CreatePartitionsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(
+                &request,
+                &self::create_partitions::handle(broker, version, req).await,
+            ),
+            Err(e) => malformed(&request, e),
+        },
+        describe_cluster::DescribeClusterRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::describe_cluster::handle(broker, version, req)),
+            Err(e) => malformed(&request, e),
+        },
+        describe_log_dirs::DescribeLogDirsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(
+                &request,
+                &self::describe_log_dirs::handle(broker, version, req).await,
+            ),
             Err(e) => malformed(&request, e),
         },
         other => Reply::Close(format!(

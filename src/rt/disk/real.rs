@@ -194,6 +194,8 @@ impl RealFile {
 }
 
 /// The total and available bytes of the file system holding `path`.
+// The statvfs field types differ between platforms (u32 on some 32-bit ones).
+#[allow(clippy::useless_conversion)]
 fn statvfs(path: &Path) -> io::Result<super::DiskSpace> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
