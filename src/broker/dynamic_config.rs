@@ -565,7 +565,13 @@ pub fn describe_topic(
         let (config_type, documentation) = topic_key_info(name);
         out.push(Described {
             name: name.to_string(),
-            value: Some(resolved.value_of(name)),
+            // An override is described as written (a list keeps its order), as Kafka does.
+            value: Some(
+                overrides
+                    .get(*name)
+                    .map(|v| v.trim().to_string())
+                    .unwrap_or_else(|| resolved.value_of(name)),
+            ),
             source: chain.first().map_or(Source::DefaultConfig, |c| c.2),
             read_only: false,
             sensitive: false,
