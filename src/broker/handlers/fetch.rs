@@ -66,8 +66,27 @@ pub struct Fetched {
 }
 
 pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> Fetched {
+    let context = begin(broker, version, &request);
+    handle_in(broker, version, request, context).await
+}
+
+/// The session part of a fetch: looks the session up and updates it. The dispatcher calls
+/// this before the next request of the connection starts, so the session changes of
+/// pipelined fetches happen in request order.
+pub fn begin(broker: &Arc<Broker>, version: i16, request: &FetchRequest) -> FetchContext {
     let sessions = &broker.fetch_sessions;
-    match sessions.context(&request, version, sessions.now_ms()) {
+    sessions.context(request, version, sessions.now_ms())
+}
+
+/// Reads and answers a fetch whose session part [`begin`] already did.
+pub async fn handle_in(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: FetchRequest,
+    context: FetchContext,
+) -> Fetched {
+    let sessions = &broker.fetch_sessions;
+    match context {
         FetchContext::Error(code) => Fetched {
             response: FetchResponse {
                 error_code: code.code(),

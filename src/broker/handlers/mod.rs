@@ -204,8 +204,9 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         fetch::FetchRequest::API_KEY => match decode(&request) {
             Ok(req) => {
                 let broker = broker.clone();
+                let context = self::fetch::begin(&broker, version, &req);
                 Reply::LaterParts(Box::pin(async move {
-                    let fetched = self::fetch::handle(&broker, version, req).await;
+                    let fetched = self::fetch::handle_in(&broker, version, req, context).await;
                     self::fetch::encode_parts(correlation_id, version, fetched)
                 }))
             }
