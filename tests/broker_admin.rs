@@ -2,7 +2,9 @@
 //! by hand: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs (topic and broker
 //! resources, what survives a restart, an altered config taking effect on produce),
 //! CreatePartitions, DescribeCluster, DescribeLogDirs, and incremental fetch sessions
-//! (KIP-227): only changed partitions answered, epoch and session id errors, a full cache.
+//! (KIP-227): only changed partitions answered, epoch and session id errors, a full cache,
+//! a follower's session evicting a consumer's. Eviction by age is unit-tested in
+//! `broker::fetch_session` (it needs two minutes of clock).
 
 #![cfg(not(feature = "sim"))]
 
@@ -886,5 +888,20 @@ async fn fetch_sessions_answer_only_what_changed() {
     // Fetch v4-6 have no sessions.
     let old: FetchResponse = other.call(6, &session_fetch(0, 0, &[(0, 0)], &[])).await;
     assert_eq!(answered(&old), vec![(0, true)]);
+
+    // A follower's (privileged) session evicts a consumer's from the full cache, young as
+    // it is; the consumer then learns its session is gone.
+    let follower = FetchRequest {
+        replica_id: NodeId(7),
+        ..session_fetch(0, 0, &[(1, 0)], &[])
+    };
+    let privileged: FetchResponse = conn.call(12, &follower).await;
+    assert!(privileged.session_id > 0);
+    assert_ne!(privileged.session_id, third.session_id);
+    assert_eq!(broker.broker.fetch_sessions.evictions(), 1);
+    let gone: FetchResponse = other
+        .call(12, &session_fetch(third.session_id, 1, &[], &[]))
+        .await;
+    assert_eq!(gone.error_code, code(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
     broker.stop().await;
 }
