@@ -1741,6 +1741,10 @@ mod tests {
             ("log.retention.check.interval.ms=0", "'log.retention.check.interval.ms'"),
             ("log.cleanup.policy=keep", "'keep' for 'log.cleanup.policy'"),
             ("min.insync.replicas=0", "'min.insync.replicas'"),
+            (
+                "max.incremental.fetch.session.cache.slots=-1",
+                "'max.incremental.fetch.session.cache.slots': must be an integer in [0, 1048576]",
+            ),
         ];
         for (text, want) in cases {
             let e = err(text);
