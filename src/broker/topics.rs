@@ -921,6 +921,85 @@ mod tests {
         assert_eq!(collision_key("a.b"), collision_key("a_b"));
     }
 
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        #[cfg(feature = "sim")]
+        {
+            madsim::runtime::Runtime::new().block_on(future)
+        }
+        #[cfg(not(feature = "sim"))]
+        {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime")
+                .block_on(future)
+        }
+    }
+
+    /// Added partitions and altered overrides are committed once their calls return: a power
+    /// loss right after keeps them (the topic file is the synced commit point).
+    #[test]
+    fn added_partitions_and_altered_overrides_survive_power_loss() {
+        use crate::rt::disk::{CrashMode, MemDisk};
+        use rand::SeedableRng;
+        block_on(async {
+            let mem = MemDisk::new(3);
+            let broker = Arc::new(BrokerConfig::default());
+            let open = |mem: &MemDisk| {
+                Topics::open(
+                    Disk::mem(mem.clone()),
+                    "",
+                    broker.clone(),
+                    Clock::new(),
+                    Arc::new(Notify::new()),
+                    Arc::new(LogDirHealth::default()),
+                )
+            };
+            let topics = open(&mem).await.unwrap();
+            topics
+                .create(NewTopic {
+                    name: "t".into(),
+                    partitions: Some(1),
+                    replication_factor: None,
+                    overrides: BTreeMap::new(),
+                })
+                .await
+                .unwrap();
+            assert!(matches!(
+                topics.create_partitions("t", 1, false).await,
+                Err(TopicError::PartitionsNotIncreased { .. })
+            ));
+            topics.create_partitions("t", 2, true).await.unwrap();
+            assert_eq!(topics.get("t").await.unwrap().partitions.len(), 1);
+            topics.create_partitions("t", 4, false).await.unwrap();
+            let retention = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
+            assert!(topics
+                .alter_overrides(
+                    "t",
+                    |_| BTreeMap::from([("bogus".into(), "1".into())]),
+                    false
+                )
+                .await
+                .is_err());
+            topics
+                .alter_overrides("t", |_| retention.clone(), false)
+                .await
+                .unwrap();
+            let running = topics.get_partition("t", 3).await.unwrap();
+            assert_eq!(running.config().retention_ms, 1000);
+            drop(topics);
+            mem.crash(
+                CrashMode::PowerLossDropUnsynced,
+                &mut rand::rngs::SmallRng::seed_from_u64(5),
+            );
+            let topics = open(&mem).await.unwrap();
+            let t = topics.get("t").await.unwrap();
+            assert_eq!(t.partitions.len(), 4);
+            assert_eq!(t.overrides, retention);
+            assert_eq!(t.config.retention_ms, 1000);
+        });
+    }
+
     #[test]
     fn topic_records_round_trip_and_reject_damage() {
         let record = TopicRecord {
