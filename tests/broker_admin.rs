@@ -519,6 +519,20 @@ async fn dynamic_broker_configs_apply_and_persist() {
         code(ErrorCode::INVALID_REQUEST)
     );
 
+    assert_eq!(
+        incremental(
+            &mut conn,
+            BROKER,
+            &node,
+            &[("num.partitions", 1, None)],
+            false
+        )
+        .await
+        .0,
+        code(ErrorCode::INVALID_REQUEST),
+        "not even DELETE of a static-only key"
+    );
+
     // A cluster-wide default and a per-node value; the node's wins.
     assert_eq!(
         incremental(

@@ -11,7 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::broker::handlers::alter_configs::{alter_resource, duplicates, Refusal};
+use crate::broker::dynamic_config;
+use crate::broker::handlers::alter_configs::{alter_resource, duplicates, dynamic_error, Refusal};
+use crate::broker::handlers::describe_configs::RESOURCE_BROKER;
 use crate::broker::Broker;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::incremental_alter_configs::{
@@ -157,6 +159,11 @@ pub async fn handle(
                     resource.resource_name, resource.resource_type
                 ),
             ))
+        } else if resource.resource_type == RESOURCE_BROKER {
+            // Every key named, DELETE included, must be one that may change dynamically.
+            dynamic_config::check_keys(resource.configs.iter().map(|c| &c.name))
+                .map_err(dynamic_error)
+                .and_then(|()| parse_ops(&resource.configs))
         } else {
             parse_ops(&resource.configs)
         };
