@@ -713,6 +713,20 @@ async fn describe_cluster_and_log_dirs() {
         .await;
     assert_eq!(
         response.error_code,
+        code(ErrorCode::MISMATCHED_ENDPOINT_TYPE)
+    );
+    assert!(response.brokers.is_empty() && response.cluster_id.is_empty());
+    let response: DescribeClusterResponse = conn
+        .call(
+            2,
+            &DescribeClusterRequest {
+                endpoint_type: 3,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert_eq!(
+        response.error_code,
         code(ErrorCode::UNSUPPORTED_ENDPOINT_TYPE)
     );
 

@@ -1,7 +1,8 @@
 //! DescribeCluster (key 60): the cluster id (from `meta.properties`), this node as the only
 //! broker and as the controller, at the advertised address of the listener the metadata
-//! names first. v1+ carries an endpoint type: Samsa answers as a broker, so a request for
-//! controller endpoints (2) gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers it.
+//! names first. v1+ carries an endpoint type (KIP-919), refused as a Kafka broker listener
+//! refuses it: controllers (2) get MISMATCHED_ENDPOINT_TYPE, a type Kafka does not define
+//! UNSUPPORTED_ENDPOINT_TYPE; a refusal carries only the code and the message.
 
 use std::sync::Arc;
 
@@ -14,6 +15,7 @@ use crate::protocol::types::NodeId;
 
 /// `endpoint_type` values.
 pub const ENDPOINT_TYPE_BROKER: i8 = 1;
+pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 
 /// The cluster operations a client may perform without an authorizer (Kafka's bit per
 /// `AclOperation` on the cluster resource: ALTER, CREATE, DESCRIBE, CLUSTER_ACTION,
@@ -27,15 +29,24 @@ pub fn handle(
     request: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
     let node_id = broker.config.node_id;
-    if version >= 1 && request.endpoint_type != ENDPOINT_TYPE_BROKER {
+    let refusal = match request.endpoint_type {
+        _ if version == 0 => None,
+        ENDPOINT_TYPE_BROKER => None,
+        ENDPOINT_TYPE_CONTROLLER => Some((
+            ErrorCode::MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
+             type CONTROLLER"
+                .to_string(),
+        )),
+        other => Some((
+            ErrorCode::UNSUPPORTED_ENDPOINT_TYPE,
+            format!("Unsupported endpoint type {other}"),
+        )),
+    };
+    if let Some((code, message)) = refusal {
         return DescribeClusterResponse {
-            error_code: ErrorCode::UNSUPPORTED_ENDPOINT_TYPE.code(),
-            error_message: Some(format!(
-                "endpoint type {} is not served by a broker",
-                request.endpoint_type
-            )),
-            endpoint_type: request.endpoint_type,
-            cluster_id: broker.cluster_id.clone(),
+            error_code: code.code(),
+            error_message: Some(message),
             ..Default::default()
         };
     }
