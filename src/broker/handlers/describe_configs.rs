@@ -28,12 +28,11 @@ pub fn broker_scope(broker: &Broker, name: &str) -> Result<Scope, String> {
     }
     match name.parse::<i32>() {
         Ok(id) if id == broker.config.node_id => Ok(Scope::Node),
-        Ok(id) => Err(format!(
-            "unexpected broker id {id}: this is broker {}, ask it for its own id or the empty \
-             name (cluster default)",
+        Ok(_) => Err(format!(
+            "Unexpected broker id, expected {} or empty string, but received {name}",
             broker.config.node_id
         )),
-        Err(_) => Err(format!("broker id must be an integer, but it is: '{name}'")),
+        Err(_) => Err(format!("Broker id must be an integer, but it is: {name}")),
     }
 }
 
