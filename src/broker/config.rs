@@ -123,6 +123,11 @@ pub struct BrokerConfig {
     /// Recognised keys set explicitly (file or override): DescribeConfigs reports these as
     /// broker-level sources.
     pub explicit_keys: BTreeSet<String>,
+    /// The values of `explicit_keys` as written (trimmed), for DescribeConfigs and for
+    /// layering dynamic broker configs over the static ones (`broker::dynamic_config`).
+    pub explicit_values: BTreeMap<String, String>,
+    /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) kept at most.
+    pub max_incremental_fetch_session_cache_slots: usize,
 }
 
 impl Default for BrokerConfig {
@@ -164,6 +169,8 @@ impl Default for BrokerConfig {
             min_insync_replicas: 1,
             ignored: Vec::new(),
             explicit_keys: BTreeSet::new(),
+            explicit_values: BTreeMap::new(),
+            max_incremental_fetch_session_cache_slots: 1000,
         }
     }
 }
@@ -534,7 +541,7 @@ pub const IGNORED_BROKER_KEYS: &[&str] = &[
 ];
 
 /// Broker keys Samsa acts on (besides aliases handled with them).
-const RECOGNISED_BROKER_KEYS: &[&str] = &[
+pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "node.id",
     "broker.id",
     "listeners",
@@ -569,7 +576,12 @@ const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "log.retention.check.interval.ms",
     "log.cleanup.policy",
     "min.insync.replicas",
+    "max.incremental.fetch.session.cache.slots",
 ];
+
+/// The largest `max.incremental.fetch.session.cache.slots` accepted: each session holds the
+/// state of its partitions.
+pub const FETCH_SESSION_CACHE_SLOTS_MAX: usize = 1 << 20;
 
 /// The merged settings of a file and its overrides, consumed key by key.
 struct Settings {
@@ -735,10 +747,68 @@ impl BrokerConfig {
                 .filter(|k| RECOGNISED_BROKER_KEYS.contains(&k.as_str()))
                 .cloned()
                 .collect(),
+            explicit_values: s
+                .values
+                .iter()
+                .filter(|(k, _)| RECOGNISED_BROKER_KEYS.contains(&k.as_str()))
+                .map(|(k, (v, _))| (k.clone(), v.trim().to_string()))
+                .collect(),
             ignored,
             ..BrokerConfig::default()
         };
+        c.apply(&s)?;
+        Ok(c)
+    }
 
+    /// This configuration with dynamic broker configs (`key -> value`, keys already checked
+    /// to be dynamic ones) layered on top, as Kafka layers its dynamic configs over
+    /// `server.properties`. Keys of an alias group (`log.retention.ms/minutes/hours`,
+    /// `log.roll.ms/hours`, the two flush keys) are resolved together with the static members
+    /// of the group, so a dynamic `log.retention.hours` does not override a static
+    /// `log.retention.ms`, which takes precedence in Kafka too.
+    pub fn with_dynamic(&self, dynamic: &BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        const GROUPS: &[&[&str]] = &[
+            &[
+                "log.retention.ms",
+                "log.retention.minutes",
+                "log.retention.hours",
+            ],
+            &["log.roll.ms", "log.roll.hours"],
+            &["log.flush.interval.messages", "log.flush.interval.ms"],
+        ];
+        let mut values: BTreeMap<String, (String, Option<usize>)> = BTreeMap::new();
+        for group in GROUPS {
+            if group.iter().any(|k| dynamic.contains_key(*k)) {
+                for key in group.iter() {
+                    if let Some(value) = self.explicit_values.get(*key) {
+                        values.insert(key.to_string(), (value.clone(), None));
+                    }
+                }
+            }
+        }
+        for (key, value) in dynamic {
+            values.insert(key.clone(), (value.clone(), None));
+        }
+        let s = Settings { values };
+        let mut c = self.clone();
+        c.apply(&s)?;
+        // Only dynamic keys are applied, but `apply` re-derives the advertised listeners when
+        // none are set in `s`; the node's identity and endpoints never change dynamically.
+        c.listeners = self.listeners.clone();
+        c.advertised_listeners = self.advertised_listeners.clone();
+        c.node_id = self.node_id;
+        c.log_dirs = self.log_dirs.clone();
+        for (key, value) in dynamic {
+            c.explicit_keys.insert(key.clone());
+            c.explicit_values
+                .insert(key.clone(), value.trim().to_string());
+        }
+        Ok(c)
+    }
+
+    /// Applies the keys present in `s` over `self` (absent keys keep their current value).
+    fn apply(&mut self, s: &Settings) -> Result<(), ConfigError> {
+        let c = self;
         // node.id, with broker.id as its older alias; both set means both must agree.
         let node_id = s.int("node.id", 0, i64::from(i32::MAX))?;
         let broker_id = s.int("broker.id", 0, i64::from(i32::MAX))?;
@@ -754,7 +824,7 @@ impl BrokerConfig {
             c.node_id = i32::try_from(id).unwrap_or(c.node_id);
         }
 
-        c.apply_listeners(&s)?;
+        c.apply_listeners(s)?;
 
         // log.dirs wins over log.dir, as in Kafka.
         let dirs_key = if s.get("log.dirs").is_some() {
@@ -890,7 +960,14 @@ impl BrokerConfig {
         if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
             c.min_insync_replicas = i32::try_from(n).unwrap_or(1);
         }
-        Ok(c)
+        if let Some(n) = s.int(
+            "max.incremental.fetch.session.cache.slots",
+            0,
+            FETCH_SESSION_CACHE_SLOTS_MAX as i64,
+        )? {
+            c.max_incremental_fetch_session_cache_slots = to_usize(n);
+        }
+        Ok(())
     }
 
     /// `listeners`, `advertised.listeners` and `controller.listener.names`.
@@ -1003,7 +1080,7 @@ pub enum CleanupPolicy {
 impl CleanupPolicy {
     const ALLOWED: &'static str = "must be delete, compact, or both comma-separated";
 
-    fn parse(value: &str) -> Option<CleanupPolicy> {
+    pub fn parse(value: &str) -> Option<CleanupPolicy> {
         let mut delete = false;
         let mut compact = false;
         for item in value.split(',').map(str::trim) {
@@ -1072,7 +1149,7 @@ pub struct ConfigEntry {
 
 /// Topic-level keys Samsa knows, sorted, with the broker keys they fall back to (in
 /// precedence order; empty when Kafka has no broker synonym Samsa reads).
-const TOPIC_KEYS: &[(&str, &[&str])] = &[
+pub const TOPIC_KEYS: &[(&str, &[&str])] = &[
     ("cleanup.policy", &["log.cleanup.policy"]),
     ("compression.type", &[]),
     ("delete.retention.ms", &[]),
@@ -1292,7 +1369,7 @@ impl TopicConfig {
     /// The effective value of one topic key, spelled as Kafka describes it. Under
     /// [`FlushPolicy::SyncBeforeAck`] `flush.messages` is 1 and `flush.ms` 0: every
     /// acknowledged record is already on disk.
-    fn value_of(&self, name: &str) -> String {
+    pub fn value_of(&self, name: &str) -> String {
         let (flush_messages, flush_ms) = match self.flush {
             FlushPolicy::SyncBeforeAck => (1, 0),
             FlushPolicy::PageCache {
@@ -1664,6 +1741,10 @@ mod tests {
             ("log.retention.check.interval.ms=0", "'log.retention.check.interval.ms'"),
             ("log.cleanup.policy=keep", "'keep' for 'log.cleanup.policy'"),
             ("min.insync.replicas=0", "'min.insync.replicas'"),
+            (
+                "max.incremental.fetch.session.cache.slots=-1",
+                "'max.incremental.fetch.session.cache.slots': must be an integer in [0, 1048576]",
+            ),
         ];
         for (text, want) in cases {
             let e = err(text);

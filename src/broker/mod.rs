@@ -9,6 +9,9 @@
 // @config
 pub mod config;
 pub mod meta;
+// @admin
+pub mod dynamic_config;
+pub mod fetch_session;
 // @core
 pub mod handlers;
 pub mod partition;
@@ -20,6 +23,8 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 use crate::broker::config::BrokerConfig;
+use crate::broker::dynamic_config::DynamicConfigs;
+use crate::broker::fetch_session::{FetchSessionCache, FETCH_SESSION_EVICTION_MS};
 use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
 use crate::rt::clock::Clock;
@@ -64,6 +69,11 @@ pub struct Broker {
     pub data_arrived: Arc<Notify>,
     /// Set when a partition log fails with an IO error; the broker's owner then stops it.
     pub health: Arc<LogDirHealth>,
+    /// Dynamic broker configs (AlterConfigs on a broker resource), persisted in the log
+    /// directory; the effective config they make is `topics.broker_config()`.
+    pub dynamic: DynamicConfigs,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: FetchSessionCache,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
     /// A deliberate bug for the simulation's checker test: retention deletes one segment
@@ -101,10 +111,17 @@ impl Broker {
             .cluster_id;
         let data_arrived = Arc::new(Notify::new());
         let health = Arc::new(LogDirHealth::default());
+        let (dynamic, effective) = DynamicConfigs::load(disk.clone(), "", config.clone())
+            .await
+            .map_err(|e| BrokerError::Config(format!("dynamic broker configs: {e}")))?;
+        let fetch_sessions = FetchSessionCache::new(
+            effective.max_incremental_fetch_session_cache_slots,
+            FETCH_SESSION_EVICTION_MS,
+        );
         let topics = Topics::open(
             disk,
             "",
-            config.clone(),
+            effective,
             clock.clone(),
             data_arrived.clone(),
             health.clone(),
@@ -119,6 +136,8 @@ impl Broker {
             clock,
             data_arrived,
             health,
+            dynamic,
+            fetch_sessions,
             _lock: lock,
             #[cfg(feature = "sim")]
             retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),

@@ -119,7 +119,9 @@ pub struct Partition {
     pub topic_id: Uuid,
     pub index: i32,
     log: Arc<Log>,
-    config: TopicConfig,
+    /// The topic's effective config, replaced whole when AlterConfigs changes it; readers
+    /// take a cheap `Arc` clone under a read lock that is never held across an await.
+    config: std::sync::RwLock<Arc<TopicConfig>>,
     /// The leader epoch: 0 until replication brings elections.
     leader_epoch: i32,
     high_watermark: AtomicI64,
@@ -147,7 +149,7 @@ impl Partition {
             topic_id,
             index,
             log,
-            config,
+            config: std::sync::RwLock::new(Arc::new(config)),
             leader_epoch: 0,
             high_watermark: AtomicI64::new(high_watermark),
             deleted: AtomicBool::new(false),
@@ -157,8 +159,25 @@ impl Partition {
         }
     }
 
-    pub fn config(&self) -> &TopicConfig {
-        &self.config
+    /// The topic's effective config now (a later AlterConfigs does not change this copy).
+    pub fn config(&self) -> Arc<TopicConfig> {
+        // A poisoned lock only means a writer panicked between two whole-Arc stores; the
+        // Arc inside is always a complete config.
+        self.config
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Replaces the topic's effective config (AlterConfigs, IncrementalAlterConfigs, a
+    /// dynamic broker default). Produce validation and retention read the new values from
+    /// the next request on. The log's own settings (segment size and age, index interval,
+    /// flush policy) were fixed when the log was opened and change at the next start.
+    pub fn set_config(&self, config: TopicConfig) {
+        *self
+            .config
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(config);
     }
 
     pub fn log(&self) -> &Arc<Log> {
@@ -224,7 +243,9 @@ impl Partition {
             .append_unacknowledged(records)
             .await
             .map_err(|e| self.log_error(e))?;
-        if matches!(self.config.flush, FlushPolicy::PageCache { .. }) {
+        // The log's flush policy, not the (possibly altered) topic config's: the two must
+        // agree on when an append is acknowledged, and the log's is fixed until reopened.
+        if matches!(self.log.config().flush, FlushPolicy::PageCache { .. }) {
             // In page-cache mode an append is acknowledged once written: the sole replica
             // has it, so the high watermark moves at once.
             self.advance_high_watermark(self.log.log_end_offset());
@@ -239,7 +260,7 @@ impl Partition {
             .acknowledge(pending)
             .await
             .map_err(|e| self.log_error(e))?;
-        let acknowledged_end = match self.config.flush {
+        let acknowledged_end = match self.log.config().flush {
             FlushPolicy::SyncBeforeAck => self.log.durable_end_offset(),
             FlushPolicy::PageCache { .. } => self.log.log_end_offset(),
         };

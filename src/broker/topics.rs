@@ -66,6 +66,12 @@ pub enum TopicError {
     DeletionDisabled {
         name: String,
     },
+    /// CreatePartitions asked for no more partitions than the topic has.
+    PartitionsNotIncreased {
+        name: String,
+        current: i32,
+        requested: i32,
+    },
     /// The topic file of `name` could not be read back.
     CorruptTopicFile {
         path: String,
@@ -109,6 +115,20 @@ impl std::fmt::Display for TopicError {
                 f,
                 "topic '{name}' cannot be deleted: delete.topic.enable is false"
             ),
+            TopicError::PartitionsNotIncreased {
+                name,
+                current,
+                requested,
+            } => {
+                if current == requested {
+                    write!(f, "topic '{name}' already has {current} partitions")
+                } else {
+                    write!(
+                        f,
+                        "topic '{name}' currently has {current} partitions, which is higher than the requested {requested}"
+                    )
+                }
+            }
             TopicError::CorruptTopicFile { path, reason } => write!(f, "{path}: {reason}"),
             TopicError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
             TopicError::Log { name, source } => write!(f, "topic '{name}': {source}"),
@@ -276,7 +296,9 @@ pub struct Topics {
     disk: Disk,
     /// The log directory.
     dir: String,
-    broker: Arc<BrokerConfig>,
+    /// The broker's effective config (static plus dynamic broker configs), replaced whole
+    /// when a dynamic broker config changes. Never held across an await.
+    broker: std::sync::RwLock<Arc<BrokerConfig>>,
     clock: Clock,
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     data_arrived: Arc<Notify>,
@@ -362,12 +384,30 @@ impl Topics {
         Ok(Topics {
             disk,
             dir: dir.to_string(),
-            broker,
+            broker: std::sync::RwLock::new(broker),
             clock,
             topics: RwLock::new(loaded),
             data_arrived,
             health,
         })
+    }
+
+    /// The broker's effective config (static plus dynamic broker configs).
+    pub fn broker_config(&self) -> Arc<BrokerConfig> {
+        self.broker
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The disk holding the log directory.
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// The log directory on [`Topics::disk`].
+    pub fn dir(&self) -> &str {
+        &self.dir
     }
 
     pub async fn get(&self, name: &str) -> Option<Arc<Topic>> {
@@ -430,7 +470,8 @@ impl Topics {
                 existing: existing.clone(),
             });
         }
-        let partitions = new.partitions.unwrap_or(self.broker.num_partitions);
+        let broker = self.broker_config();
+        let partitions = new.partitions.unwrap_or(broker.num_partitions);
         if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
             return Err(TopicError::InvalidPartitions {
                 name: new.name.clone(),
@@ -439,28 +480,202 @@ impl Topics {
         }
         let factor = new
             .replication_factor
-            .unwrap_or(self.broker.default_replication_factor);
+            .unwrap_or(broker.default_replication_factor);
         if factor != 1 {
             return Err(TopicError::InvalidReplicationFactor {
                 name: new.name.clone(),
                 factor,
             });
         }
-        for (key, value) in &new.overrides {
+        let config = self.validate_overrides(&new.name, &new.overrides)?;
+        Ok((partitions, factor, config))
+    }
+
+    /// Checks a topic's config overrides as CreateTopics does (the same rules for
+    /// AlterConfigs), returning the config they resolve to over the broker's.
+    pub fn validate_overrides(
+        &self,
+        name: &str,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<TopicConfig, TopicError> {
+        for (key, value) in overrides {
             if key.contains(['\n', '\r', '=']) || value.contains(['\n', '\r']) {
                 return Err(TopicError::InvalidConfig {
-                    name: new.name.clone(),
+                    name: name.to_string(),
                     reason: format!("'{key}' has a line break or '=' in its name or value"),
                 });
             }
         }
-        let config = TopicConfig::resolve(&self.broker, &new.overrides).map_err(|e| {
+        TopicConfig::resolve(&self.broker_config(), overrides).map_err(|e| {
             TopicError::InvalidConfig {
-                name: new.name.clone(),
+                name: name.to_string(),
                 reason: e.to_string(),
             }
-        })?;
-        Ok((partitions, factor, config))
+        })
+    }
+
+    /// Replaces a topic's config overrides with what `change` makes of the current ones
+    /// (AlterConfigs, IncrementalAlterConfigs; under the topics lock, so concurrent changes
+    /// never lose one another): validated as at creation, written
+    /// to the topic file atomically (the commit point), then put in force on the running
+    /// partitions. With `validate_only` nothing changes.
+    pub async fn alter_overrides(
+        &self,
+        name: &str,
+        change: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let mut topics = self.topics.write().await;
+        let Some(topic) = topics.get(name).cloned() else {
+            return Err(TopicError::UnknownTopic {
+                name: name.to_string(),
+            });
+        };
+        let overrides = change(&topic.overrides);
+        let config = self.validate_overrides(name, &overrides)?;
+        if validate_only {
+            return Ok(topic);
+        }
+        let record = TopicRecord {
+            id: topic.id,
+            partitions: topic.partitions.len() as i32,
+            replication_factor: topic.replication_factor,
+            overrides: overrides.clone(),
+        };
+        let path = topic_file(&self.dir, name);
+        self.disk
+            .write_file_atomic(&path, record.encode().as_bytes())
+            .await
+            .map_err(io_error("write", &path))?;
+        for partition in &topic.partitions {
+            partition.set_config(config.clone());
+        }
+        let altered = Arc::new(Topic {
+            name: topic.name.clone(),
+            id: topic.id,
+            partitions: topic.partitions.clone(),
+            replication_factor: topic.replication_factor,
+            overrides,
+            config,
+            internal: topic.internal,
+        });
+        topics.insert(name.to_string(), altered.clone());
+        tracing::info!(topic = name, overrides = ?altered.overrides, "altered topic config");
+        Ok(altered)
+    }
+
+    /// Grows a topic to `count` partitions (CreatePartitions): the new partition directories
+    /// and logs first, then the topic file with the new count (the commit point), so a crash
+    /// leaves either the old count (the new directories are debris, removed at the next
+    /// start) or the new one. The new partitions are served as soon as this returns. With
+    /// `validate_only` nothing changes.
+    pub async fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let mut topics = self.topics.write().await;
+        let Some(topic) = topics.get(name).cloned() else {
+            return Err(TopicError::UnknownTopic {
+                name: name.to_string(),
+            });
+        };
+        let current = topic.partitions.len() as i32;
+        if count <= current {
+            return Err(TopicError::PartitionsNotIncreased {
+                name: name.to_string(),
+                current,
+                requested: count,
+            });
+        }
+        if count > PARTITIONS_PER_TOPIC_MAX {
+            return Err(TopicError::InvalidPartitions {
+                name: name.to_string(),
+                partitions: count,
+            });
+        }
+        if validate_only {
+            return Ok(topic);
+        }
+        let broker = self.broker_config();
+        let record = TopicRecord {
+            id: topic.id,
+            partitions: count,
+            replication_factor: topic.replication_factor,
+            overrides: topic.overrides.clone(),
+        };
+        let mut partitions = topic.partitions.clone();
+        for index in current..count {
+            partitions.push(
+                open_partition(
+                    &self.disk,
+                    &self.dir,
+                    (&broker, &topic.config),
+                    &self.clock,
+                    (&self.data_arrived, &self.health),
+                    name,
+                    topic.id,
+                    index,
+                )
+                .await?,
+            );
+        }
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(io_error("sync", &self.dir))?;
+        let path = topic_file(&self.dir, name);
+        self.disk
+            .write_file_atomic(&path, record.encode().as_bytes())
+            .await
+            .map_err(io_error("write", &path))?;
+        let grown = Arc::new(Topic {
+            name: topic.name.clone(),
+            id: topic.id,
+            partitions,
+            replication_factor: topic.replication_factor,
+            overrides: topic.overrides.clone(),
+            config: topic.config.clone(),
+            internal: topic.internal,
+        });
+        topics.insert(name.to_string(), grown.clone());
+        tracing::info!(topic = name, from = current, to = count, "added partitions");
+        Ok(grown)
+    }
+
+    /// Puts a new effective broker config in force (a dynamic broker config changed): new
+    /// topics take their defaults from it, and every topic's config is resolved again over
+    /// it and given to its running partitions.
+    pub async fn set_broker_config(&self, broker: Arc<BrokerConfig>) {
+        let mut topics = self.topics.write().await;
+        *self
+            .broker
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = broker.clone();
+        for (name, topic) in topics.iter_mut() {
+            // Overrides were accepted before and resolve against any valid broker config;
+            // should one not, the topic keeps its current config rather than lose it.
+            let config = match TopicConfig::resolve(&broker, &topic.overrides) {
+                Ok(config) => config,
+                Err(e) => {
+                    tracing::warn!(topic = %name, error = %e, "topic config not re-resolved");
+                    continue;
+                }
+            };
+            for partition in &topic.partitions {
+                partition.set_config(config.clone());
+            }
+            *topic = Arc::new(Topic {
+                name: topic.name.clone(),
+                id: topic.id,
+                partitions: topic.partitions.clone(),
+                replication_factor: topic.replication_factor,
+                overrides: topic.overrides.clone(),
+                config,
+                internal: topic.internal,
+            });
+        }
     }
 
     /// Creates a topic: partitions first, then the topic file (the commit point).
@@ -482,7 +697,7 @@ impl Topics {
         let topic = open_topic(
             &self.disk,
             &self.dir,
-            &self.broker,
+            &self.broker_config(),
             &self.clock,
             (&self.data_arrived, &self.health),
             &new.name,
@@ -506,7 +721,7 @@ impl Topics {
 
     /// Deletes a topic: the topic file first (the commit point), then its partitions.
     pub async fn delete(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
-        if !self.broker.delete_topic_enable {
+        if !self.broker_config().delete_topic_enable {
             return Err(TopicError::DeletionDisabled {
                 name: name.to_string(),
             });
@@ -602,48 +817,19 @@ async fn open_topic(
         })?;
     let mut partitions = Vec::with_capacity(record.partitions as usize);
     for index in 0..record.partitions {
-        let partition_dir = partition_dir(dir, name, index);
-        disk.create_dir_all(&partition_dir)
-            .await
-            .map_err(io_error("create", &partition_dir))?;
-        // Kafka's partition.metadata, so tools that look for it find the topic id.
-        let metadata = disk::join(&partition_dir, "partition.metadata");
-        if !disk
-            .exists(&metadata)
-            .await
-            .map_err(io_error("stat", &metadata))?
-        {
-            let text = format!("version: 0\ntopic_id: {}\n", record.id.to_base64());
-            disk.write_file_atomic(&metadata, text.as_bytes())
-                .await
-                .map_err(io_error("write", &metadata))?;
-        }
-        let (log, report) = Log::open(
-            disk.clone(),
-            &partition_dir,
-            config.to_log_config(broker),
-            clock.clone(),
-        )
-        .await
-        .map_err(|source| TopicError::Log {
-            name: name.to_string(),
-            source,
-        })?;
-        if !report.clean_shutdown && (report.batches_scanned > 0 || report.truncated.is_some()) {
-            tracing::info!(
-                topic = name,
-                partition = index,
-                ?report,
-                "recovered partition log"
-            );
-        }
-        partitions.push(Arc::new(Partition::new(
-            (name.to_string(), record.id, index),
-            (log, report),
-            config.clone(),
-            data_arrived.clone(),
-            health.clone(),
-        )));
+        partitions.push(
+            open_partition(
+                disk,
+                dir,
+                (broker, &config),
+                clock,
+                (data_arrived, health),
+                name,
+                record.id,
+                index,
+            )
+            .await?,
+        );
     }
     Ok(Topic {
         name: name.to_string(),
@@ -654,6 +840,62 @@ async fn open_topic(
         overrides: record.overrides,
         config,
     })
+}
+
+/// Opens (creating if needed) one partition's directory, `partition.metadata` and log.
+#[allow(clippy::too_many_arguments)]
+async fn open_partition(
+    disk: &Disk,
+    dir: &str,
+    (broker, config): (&BrokerConfig, &TopicConfig),
+    clock: &Clock,
+    (data_arrived, health): (&Arc<Notify>, &Arc<LogDirHealth>),
+    name: &str,
+    id: Uuid,
+    index: i32,
+) -> Result<Arc<Partition>, TopicError> {
+    let partition_dir = partition_dir(dir, name, index);
+    disk.create_dir_all(&partition_dir)
+        .await
+        .map_err(io_error("create", &partition_dir))?;
+    // Kafka's partition.metadata, so tools that look for it find the topic id.
+    let metadata = disk::join(&partition_dir, "partition.metadata");
+    if !disk
+        .exists(&metadata)
+        .await
+        .map_err(io_error("stat", &metadata))?
+    {
+        let text = format!("version: 0\ntopic_id: {}\n", id.to_base64());
+        disk.write_file_atomic(&metadata, text.as_bytes())
+            .await
+            .map_err(io_error("write", &metadata))?;
+    }
+    let (log, report) = Log::open(
+        disk.clone(),
+        &partition_dir,
+        config.to_log_config(broker),
+        clock.clone(),
+    )
+    .await
+    .map_err(|source| TopicError::Log {
+        name: name.to_string(),
+        source,
+    })?;
+    if !report.clean_shutdown && (report.batches_scanned > 0 || report.truncated.is_some()) {
+        tracing::info!(
+            topic = name,
+            partition = index,
+            ?report,
+            "recovered partition log"
+        );
+    }
+    Ok(Arc::new(Partition::new(
+        (name.to_string(), id, index),
+        (log, report),
+        config.clone(),
+        data_arrived.clone(),
+        health.clone(),
+    )))
 }
 
 #[cfg(test)]
@@ -677,6 +919,85 @@ mod tests {
             assert!(validate_name(bad).is_err(), "{bad}");
         }
         assert_eq!(collision_key("a.b"), collision_key("a_b"));
+    }
+
+    fn block_on<F: std::future::Future>(future: F) -> F::Output {
+        #[cfg(feature = "sim")]
+        {
+            madsim::runtime::Runtime::new().block_on(future)
+        }
+        #[cfg(not(feature = "sim"))]
+        {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime")
+                .block_on(future)
+        }
+    }
+
+    /// Added partitions and altered overrides are committed once their calls return: a power
+    /// loss right after keeps them (the topic file is the synced commit point).
+    #[test]
+    fn added_partitions_and_altered_overrides_survive_power_loss() {
+        use crate::rt::disk::{CrashMode, MemDisk};
+        use rand::SeedableRng;
+        block_on(async {
+            let mem = MemDisk::new(3);
+            let broker = Arc::new(BrokerConfig::default());
+            let open = |mem: &MemDisk| {
+                Topics::open(
+                    Disk::mem(mem.clone()),
+                    "",
+                    broker.clone(),
+                    Clock::new(),
+                    Arc::new(Notify::new()),
+                    Arc::new(LogDirHealth::default()),
+                )
+            };
+            let topics = open(&mem).await.unwrap();
+            topics
+                .create(NewTopic {
+                    name: "t".into(),
+                    partitions: Some(1),
+                    replication_factor: None,
+                    overrides: BTreeMap::new(),
+                })
+                .await
+                .unwrap();
+            assert!(matches!(
+                topics.create_partitions("t", 1, false).await,
+                Err(TopicError::PartitionsNotIncreased { .. })
+            ));
+            topics.create_partitions("t", 2, true).await.unwrap();
+            assert_eq!(topics.get("t").await.unwrap().partitions.len(), 1);
+            topics.create_partitions("t", 4, false).await.unwrap();
+            let retention = BTreeMap::from([("retention.ms".to_string(), "1000".to_string())]);
+            assert!(topics
+                .alter_overrides(
+                    "t",
+                    |_| BTreeMap::from([("bogus".into(), "1".into())]),
+                    false
+                )
+                .await
+                .is_err());
+            topics
+                .alter_overrides("t", |_| retention.clone(), false)
+                .await
+                .unwrap();
+            let running = topics.get_partition("t", 3).await.unwrap();
+            assert_eq!(running.config().retention_ms, 1000);
+            drop(topics);
+            mem.crash(
+                CrashMode::PowerLossDropUnsynced,
+                &mut rand::rngs::SmallRng::seed_from_u64(5),
+            );
+            let topics = open(&mem).await.unwrap();
+            let t = topics.get("t").await.unwrap();
+            assert_eq!(t.partitions.len(), 4);
+            assert_eq!(t.overrides, retention);
+            assert_eq!(t.config.retention_ms, 1000);
+        });
     }
 
     #[test]

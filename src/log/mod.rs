@@ -531,6 +531,18 @@ impl Log {
         self.state.lock().await.segments.len()
     }
 
+    /// The bytes of record batches in every segment (DescribeLogDirs' partition size; the
+    /// index files are not counted, as Kafka's `Log.size`).
+    pub async fn size_bytes(&self) -> u64 {
+        self.state
+            .lock()
+            .await
+            .segments
+            .values()
+            .map(|segment| segment.size)
+            .sum()
+    }
+
     /// Takes the log offline after an IO error and returns the error for the caller.
     async fn go_offline(&self, err: LogError) -> LogError {
         if let LogError::Io { .. } = err {

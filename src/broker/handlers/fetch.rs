@@ -3,9 +3,12 @@
 //! `max_wait_ms` until `min_bytes` are available (Kafka's fetch purgatory).
 //!
 //! Waiting fetches sleep on the broker's `data_arrived` notification, which every high
-//! watermark advance fires; each wake-up re-reads the partitions. Fetch sessions (KIP-227)
-//! are not kept yet: every answer has session id 0, which tells a client the broker made no
-//! session, so it keeps sending full fetches (a valid Kafka answer when the cache is full).
+//! watermark advance fires; each wake-up re-reads the partitions.
+//!
+//! Fetch sessions (KIP-227, `broker::fetch_session`): the session is looked up and updated
+//! before any partition is read; an incremental fetch reads every partition of its session
+//! and answers only those with something new; a full fetch at epoch 0 makes a session from
+//! its answer.
 //!
 //! Zero copy (design §4). A partition's records of at least [`ZERO_COPY_BYTES_MIN`] bytes are
 //! not read: they stay regions of the segment file, and [`encode_parts`] encodes the response
@@ -13,11 +16,13 @@
 //! going from file to socket by `sendfile` (`rt::net`). Invariant: the parts, concatenated
 //! with the regions' bytes, are byte for byte the plain encoding of the same response.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::broker::fetch_session::{topic_key, Answered, FetchContext, INVALID_SESSION_ID};
 use crate::broker::handlers::{encode_response, partition_error_code, ResponsePart};
 use crate::broker::partition::{PartitionError, ReadBound, SendRecords};
 use crate::broker::Broker;
@@ -61,15 +66,129 @@ pub struct Fetched {
 }
 
 pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -> Fetched {
-    if request.session_id != 0 {
-        return Fetched {
+    let context = begin(broker, version, &request);
+    handle_in(broker, version, request, context).await
+}
+
+/// The session part of a fetch: looks the session up and updates it. The dispatcher calls
+/// this before the next request of the connection starts, so the session changes of
+/// pipelined fetches happen in request order.
+pub fn begin(broker: &Arc<Broker>, version: i16, request: &FetchRequest) -> FetchContext {
+    let sessions = &broker.fetch_sessions;
+    sessions.context(request, version, sessions.now_ms())
+}
+
+/// Reads and answers a fetch whose session part [`begin`] already did.
+pub async fn handle_in(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: FetchRequest,
+    context: FetchContext,
+) -> Fetched {
+    let sessions = &broker.fetch_sessions;
+    match context {
+        FetchContext::Error(code) => Fetched {
             response: FetchResponse {
-                error_code: ErrorCode::FETCH_SESSION_ID_NOT_FOUND.code(),
+                error_code: code.code(),
+                session_id: INVALID_SESSION_ID,
                 ..Default::default()
             },
             regions: Vec::new(),
-        };
+        },
+        FetchContext::Sessionless => wait_and_read(broker, version, &request).await,
+        FetchContext::Full { privileged } => {
+            let mut fetched = wait_and_read(broker, version, &request).await;
+            let answered = answered(version, &fetched);
+            fetched.response.session_id =
+                sessions.create(&request, version, privileged, &answered, sessions.now_ms());
+            fetched
+        }
+        FetchContext::Incremental { id, topics } => {
+            let whole = FetchRequest {
+                topics,
+                forgotten_topics_data: Vec::new(),
+                ..request
+            };
+            let fetched = wait_and_read(broker, version, &whole).await;
+            let keep = sessions.must_respond(id, &answered(version, &fetched));
+            let mut fetched = retain_partitions(fetched, &keep);
+            fetched.response.session_id = id;
+            fetched
+        }
     }
+}
+
+/// What an answer says of each partition, in encoding order, for the session cache.
+fn answered(version: i16, fetched: &Fetched) -> Vec<Answered> {
+    let in_files: BTreeSet<(usize, usize)> = fetched
+        .regions
+        .iter()
+        .map(|r| (r.topic, r.partition))
+        .collect();
+    let mut out = Vec::new();
+    for (t, topic) in fetched.response.responses.iter().enumerate() {
+        let key = topic_key(version >= 13, &topic.topic, topic.topic_id);
+        for (p, data) in topic.partitions.iter().enumerate() {
+            out.push(Answered {
+                key: key.clone(),
+                partition: data.partition_index,
+                error_code: data.error_code,
+                has_records: in_files.contains(&(t, p))
+                    || data.records.as_ref().is_some_and(|r| !r.is_empty()),
+                high_watermark: data.high_watermark.0,
+                last_stable_offset: data.last_stable_offset.0,
+                log_start_offset: data.log_start_offset.0,
+            });
+        }
+    }
+    out
+}
+
+/// Keeps the partitions whose flag (one per partition, in encoding order) is set, dropping
+/// topics left empty, and renumbers the file regions to the partitions' new places.
+fn retain_partitions(fetched: Fetched, keep: &[bool]) -> Fetched {
+    let Fetched {
+        mut response,
+        regions,
+    } = fetched;
+    let mut flags = keep.iter().copied();
+    let mut moved: BTreeMap<(usize, usize), (usize, usize)> = BTreeMap::new();
+    let mut responses = Vec::with_capacity(response.responses.len());
+    for (t, mut topic) in std::mem::take(&mut response.responses)
+        .into_iter()
+        .enumerate()
+    {
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for (p, data) in std::mem::take(&mut topic.partitions)
+            .into_iter()
+            .enumerate()
+        {
+            if flags.next().unwrap_or(true) {
+                moved.insert((t, p), (responses.len(), partitions.len()));
+                partitions.push(data);
+            }
+        }
+        if !partitions.is_empty() {
+            topic.partitions = partitions;
+            responses.push(topic);
+        }
+    }
+    response.responses = responses;
+    // A partition with records always stays (it has records), so every region moves.
+    let regions = regions
+        .into_iter()
+        .filter_map(|mut r| {
+            let (topic, partition) = *moved.get(&(r.topic, r.partition))?;
+            r.topic = topic;
+            r.partition = partition;
+            Some(r)
+        })
+        .collect();
+    Fetched { response, regions }
+}
+
+/// Reads the partitions of `request`, waiting up to its `max_wait_ms` for `min_bytes`.
+async fn wait_and_read(broker: &Arc<Broker>, version: i16, request: &FetchRequest) -> Fetched {
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     let max_wait = Duration::from_millis(
         u64::try_from(request.max_wait_ms)
@@ -83,7 +202,7 @@ pub async fn handle(broker: &Arc<Broker>, version: i16, request: FetchRequest) -
         let notified = broker.data_arrived.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (response, bytes, errors) = read_all(broker, version, &request).await;
+        let (response, bytes, errors) = read_all(broker, version, request).await;
         let now = time::now();
         if bytes >= min_bytes || errors || now >= deadline {
             return response;

@@ -7,12 +7,18 @@
 //! of that connection is started. Only waiting (for a sync, for data to fetch) is deferred, so
 //! pipelined requests keep Kafka's per-connection ordering while their syncs are shared.
 
+pub mod alter_configs;
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_records;
 pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
+pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod incremental_alter_configs;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -77,7 +83,7 @@ pub enum Reply {
 /// The APIs this broker handles, with the versions it advertises in ApiVersions.
 pub fn supported_apis() -> Vec<(i16, i16, i16)> {
     use crate::protocol::*;
-    let handled: [(i16, Option<i16>); 9] = [
+    let handled: [(i16, Option<i16>); 15] = [
         // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
         // the broker is usable from Produce's minimum version (KAFKA-18659).
         (produce::ProduceRequest::API_KEY, Some(0)),
@@ -89,6 +95,16 @@ pub fn supported_apis() -> Vec<(i16, i16, i16)> {
         (create_topics::CreateTopicsRequest::API_KEY, None),
         (delete_topics::DeleteTopicsRequest::API_KEY, None),
         (delete_records::DeleteRecordsRequest::API_KEY, None),
+        // @admin
+        (describe_configs::DescribeConfigsRequest::API_KEY, None),
+        (alter_configs::AlterConfigsRequest::API_KEY, None),
+        (
+            incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY,
+            None,
+        ),
+        (create_partitions::CreatePartitionsRequest::API_KEY, None),
+        (describe_cluster::DescribeClusterRequest::API_KEY, None),
+        (describe_log_dirs::DescribeLogDirsRequest::API_KEY, None),
     ];
     let mut out: Vec<(i16, i16, i16)> = handled
         .iter()
@@ -190,8 +206,9 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         fetch::FetchRequest::API_KEY => match decode(&request) {
             Ok(req) => {
                 let broker = broker.clone();
+                let context = self::fetch::begin(&broker, version, &req);
                 Reply::LaterParts(Box::pin(async move {
-                    let fetched = self::fetch::handle(&broker, version, req).await;
+                    let fetched = self::fetch::handle_in(&broker, version, req, context).await;
                     self::fetch::encode_parts(correlation_id, version, fetched)
                 }))
             }
@@ -215,6 +232,42 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
         },
         delete_records::DeleteRecordsRequest::API_KEY => match decode(&request) {
             Ok(req) => now(&request, &self::delete_records::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        // @admin
+        describe_configs::DescribeConfigsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::describe_configs::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        alter_configs::AlterConfigsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::alter_configs::handle(broker, version, req).await),
+            Err(e) => malformed(&request, e),
+        },
+        incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY => {
+            match decode(&request) {
+                Ok(req) => now(
+                    &request,
+                    &self::incremental_alter_configs::handle(broker, version, req).await,
+                ),
+                Err(e) => malformed(&request, e),
+            }
+        }
+        create_partitions::CreatePartitionsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(
+                &request,
+                &self::create_partitions::handle(broker, version, req).await,
+            ),
+            Err(e) => malformed(&request, e),
+        },
+        describe_cluster::DescribeClusterRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(&request, &self::describe_cluster::handle(broker, version, req)),
+            Err(e) => malformed(&request, e),
+        },
+        describe_log_dirs::DescribeLogDirsRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(
+                &request,
+                &self::describe_log_dirs::handle(broker, version, req).await,
+            ),
             Err(e) => malformed(&request, e),
         },
         other => Reply::Close(format!(
@@ -258,7 +311,9 @@ pub fn topic_error_code(
         }
         TopicError::AlreadyExists { .. } => ErrorCode::TOPIC_ALREADY_EXISTS,
         TopicError::UnknownTopic { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-        TopicError::InvalidPartitions { .. } => ErrorCode::INVALID_PARTITIONS,
+        TopicError::InvalidPartitions { .. } | TopicError::PartitionsNotIncreased { .. } => {
+            ErrorCode::INVALID_PARTITIONS
+        }
         TopicError::InvalidReplicationFactor { .. } => ErrorCode::INVALID_REPLICATION_FACTOR,
         TopicError::InvalidConfig { .. } => ErrorCode::INVALID_CONFIG,
         TopicError::DeletionDisabled { .. } => ErrorCode::TOPIC_DELETION_DISABLED,

@@ -54,6 +54,23 @@ pub struct DirLock {
     _file: Option<std::fs::File>,
 }
 
+/// The size of the file system holding a disk, as `statvfs(3)` reports it (DescribeLogDirs'
+/// `total_bytes` and `usable_bytes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// The file system's size in bytes.
+    pub total_bytes: u64,
+    /// Bytes an unprivileged writer may still use.
+    pub usable_bytes: u64,
+}
+
+/// What a [`MemDisk`] reports as its size: fixed figures (1 TiB with half free), so a
+/// simulated node answers DescribeLogDirs like a real one.
+pub const MEM_DISK_SPACE: DiskSpace = DiskSpace {
+    total_bytes: 1 << 40,
+    usable_bytes: 1 << 39,
+};
+
 /// A handle to one disk (a root directory). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Disk {
@@ -196,6 +213,23 @@ impl Disk {
                 _file: Some(d.lock_exclusive(path)?),
             }),
             DiskKind::Mem(_) => Ok(DirLock { _file: None }),
+        }
+    }
+
+    /// The size and free space of the file system holding the disk's root.
+    pub async fn space(&self) -> io::Result<DiskSpace> {
+        match &self.kind {
+            DiskKind::Real(d) => d.space().await,
+            DiskKind::Mem(_) => Ok(MEM_DISK_SPACE),
+        }
+    }
+
+    /// The root as a host path (absolute when it can be made so), or `None` for a
+    /// simulated disk: what DescribeLogDirs names the log directory.
+    pub fn root_path(&self) -> Option<String> {
+        match &self.kind {
+            DiskKind::Real(d) => Some(d.root_path()),
+            DiskKind::Mem(_) => None,
         }
     }
 

@@ -69,6 +69,20 @@ impl RealDisk {
         }
     }
 
+    /// `statvfs(3)` of the root, on the blocking pool (it may touch the disk).
+    pub(super) async fn space(&self) -> io::Result<super::DiskSpace> {
+        let root = self.root.to_path_buf();
+        let result = crate::rt::task::spawn_blocking(move || statvfs(&root)).await;
+        result.map_err(io::Error::other)?
+    }
+
+    pub(super) fn root_path(&self) -> String {
+        std::path::absolute(self.root.as_path())
+            .unwrap_or_else(|_| self.root.to_path_buf())
+            .display()
+            .to_string()
+    }
+
     pub(super) fn create_dir_all(&self, dir: &str) -> io::Result<()> {
         let full = self.full(dir);
         fs::create_dir_all(&full).map_err(|e| with_path(&full, e))
@@ -177,4 +191,29 @@ impl RealFile {
         use std::os::unix::io::AsRawFd;
         self.file.as_raw_fd()
     }
+}
+
+/// The total and available bytes of the file system holding `path`.
+// The statvfs field types differ between platforms (u32 on some 32-bit ones).
+#[allow(clippy::useless_conversion)]
+fn statvfs(path: &Path) -> io::Result<super::DiskSpace> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: path has a NUL byte", path.display()),
+        )
+    })?;
+    // SAFETY: `stat` is a plain C struct that statvfs fills in; zeroed is a valid value of it.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated path and a pointer to a struct this function owns.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), &mut stat) };
+    if rc != 0 {
+        return Err(with_path(path, io::Error::last_os_error()));
+    }
+    let fragment = u64::from(stat.f_frsize);
+    Ok(super::DiskSpace {
+        total_bytes: u64::from(stat.f_blocks).saturating_mul(fragment),
+        usable_bytes: u64::from(stat.f_bavail).saturating_mul(fragment),
+    })
 }

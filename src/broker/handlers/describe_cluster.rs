@@ -1,0 +1,80 @@
+//! DescribeCluster (key 60): the cluster id (from `meta.properties`), this node as the only
+//! broker and as the controller, at the advertised address of the listener the metadata
+//! names first. v1+ carries an endpoint type (KIP-919), refused as a Kafka broker listener
+//! refuses it: controllers (2) get MISMATCHED_ENDPOINT_TYPE, a type Kafka does not define
+//! UNSUPPORTED_ENDPOINT_TYPE; a refusal carries only the code and the message.
+
+use std::sync::Arc;
+
+use crate::broker::Broker;
+use crate::protocol::describe_cluster::{
+    DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
+};
+use crate::protocol::error::ErrorCode;
+use crate::protocol::types::NodeId;
+
+/// `endpoint_type` values.
+pub const ENDPOINT_TYPE_BROKER: i8 = 1;
+pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
+
+/// The cluster operations a client may perform without an authorizer (Kafka's bit per
+/// `AclOperation` on the cluster resource: ALTER, CREATE, DESCRIBE, CLUSTER_ACTION,
+/// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE).
+const CLUSTER_OPERATIONS: i32 =
+    (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+pub fn handle(
+    broker: &Arc<Broker>,
+    version: i16,
+    request: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let node_id = broker.config.node_id;
+    let refusal = match request.endpoint_type {
+        _ if version == 0 => None,
+        ENDPOINT_TYPE_BROKER => None,
+        ENDPOINT_TYPE_CONTROLLER => Some((
+            ErrorCode::MISMATCHED_ENDPOINT_TYPE,
+            "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of \
+             type CONTROLLER"
+                .to_string(),
+        )),
+        other => Some((
+            ErrorCode::UNSUPPORTED_ENDPOINT_TYPE,
+            format!("Unsupported endpoint type {other}"),
+        )),
+    };
+    if let Some((code, message)) = refusal {
+        return DescribeClusterResponse {
+            error_code: code.code(),
+            error_message: Some(message),
+            ..Default::default()
+        };
+    }
+    let brokers = broker
+        .config
+        .advertised_listeners
+        .first()
+        .map(|endpoint| DescribeClusterBroker {
+            broker_id: NodeId(node_id),
+            host: endpoint.host.clone(),
+            port: i32::from(endpoint.port),
+            rack: None,
+            is_fenced: false,
+        })
+        .into_iter()
+        .collect();
+    DescribeClusterResponse {
+        throttle_time_ms: 0,
+        error_code: 0,
+        error_message: None,
+        endpoint_type: ENDPOINT_TYPE_BROKER,
+        cluster_id: broker.cluster_id.clone(),
+        controller_id: NodeId(node_id),
+        brokers,
+        cluster_authorized_operations: if request.include_cluster_authorized_operations {
+            CLUSTER_OPERATIONS
+        } else {
+            i32::MIN
+        },
+    }
+}
