@@ -82,9 +82,13 @@ fn samsa(args: &[&str], stdin: &str) -> Run {
         .spawn()
         .expect("spawn samsa");
     let mut input = child.stdin.take().expect("piped stdin");
-    input
-        .write_all(stdin.as_bytes())
-        .expect("write the tool's stdin");
+    // A tool that fails on its arguments exits without reading stdin; the write then meets a
+    // closed pipe, which is not the test's concern (its exit status and output are).
+    match input.write_all(stdin.as_bytes()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => panic!("write the tool's stdin: {e}"),
+    }
     drop(input);
     Run::from(child.wait_with_output().expect("wait for samsa"))
 }
@@ -516,7 +520,6 @@ fn cli_help_goes_to_stdout_and_exits_zero() {
 }
 
 #[test]
-#[ignore = "needs broker admin APIs (wip-admin)"]
 fn cli_topics_alter_partitions_and_configs() {
     let broker = BrokerProcess::start();
     tool(

@@ -12,8 +12,9 @@
 //! | `kafkajs_produce_admin` | kafkajs 2.2.4 | none/gzip: admin create/metadata/offsets/delete, produce offsets |
 //! | `kafka_python_idempotent_producer_across_sigkill` | kafka-python 3.0 | every ack stored exactly once, in order, across a SIGKILL restart |
 //!
-//! With `CONFIG_APIS_IN_BROKER` (or `SAMSA_INTEROP_CONFIG_APIS=1`) the four round trips also
-//! check DescribeConfigs, (Incremental)AlterConfigs and CreatePartitions through each client.
+//! The four round trips also check DescribeConfigs, (Incremental)AlterConfigs and
+//! CreatePartitions through each client (`SAMSA_INTEROP_CONFIG_APIS=1`, which the scripts
+//! read, is always set here).
 //!
 //! Finding the clients: Python is `SAMSA_PYTHON`, else `.ci/venv/bin/python` (where .ci/run
 //! installs tests/interop/requirements.txt), else `python3`; Node is `SAMSA_NODE`, else
@@ -221,18 +222,11 @@ fn assert_script_passed(run: &ScriptRun) {
     );
 }
 
-/// Whether the broker answers DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and
-/// CreatePartitions (added on another branch): when true, every round-trip script also runs
-/// its config check (describe a topic's configs, set retention.ms, grow it to 4 partitions).
-/// `SAMSA_INTEROP_CONFIG_APIS=1` in the environment turns the check on as well.
-const CONFIG_APIS_IN_BROKER: bool = false;
-
 /// Runs a round-trip script against a fresh broker and asserts it passed.
 fn run_round_trip(interpreter: &Path, script: &str) {
-    let mut env = Vec::new();
-    if CONFIG_APIS_IN_BROKER {
-        env.push(("SAMSA_INTEROP_CONFIG_APIS", "1".to_string()));
-    }
+    // Every round trip also checks DescribeConfigs, (Incremental)AlterConfigs and
+    // CreatePartitions through the client's admin API.
+    let env = vec![("SAMSA_INTEROP_CONFIG_APIS", "1".to_string())];
     let mut broker = BrokerProcess::start();
     let (child, out_path, command) = spawn_script(&broker, interpreter, script, &env);
     let run = wait_script(child, &out_path, command, || {});
