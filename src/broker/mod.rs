@@ -12,6 +12,7 @@ pub mod meta;
 // @core
 pub mod handlers;
 pub mod partition;
+pub mod producer_ids;
 pub mod server;
 pub mod topics;
 
@@ -64,6 +65,8 @@ pub struct Broker {
     pub data_arrived: Arc<Notify>,
     /// Set when a partition log fails with an IO error; the broker's owner then stops it.
     pub health: Arc<LogDirHealth>,
+    /// Hands out producer ids for InitProducerId (a durable block file in the data dir).
+    pub producer_ids: producer_ids::ProducerIds,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
 }
@@ -95,6 +98,9 @@ impl Broker {
             .await
             .map_err(|e| BrokerError::Meta(e.to_string()))?
             .cluster_id;
+        let producer_ids = producer_ids::ProducerIds::open(disk.clone())
+            .await
+            .map_err(|e| BrokerError::Meta(e.to_string()))?;
         let data_arrived = Arc::new(Notify::new());
         let health = Arc::new(LogDirHealth::default());
         let topics = Topics::open(
@@ -115,6 +121,7 @@ impl Broker {
             clock,
             data_arrived,
             health,
+            producer_ids,
             _lock: lock,
         }))
     }
@@ -122,6 +129,9 @@ impl Broker {
     /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
     /// `flush.ms` has passed). A failure is reported through [`Broker::health`].
     pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
+        let expiration_check_interval =
+            Duration::from_millis(self.config.producer_id_expiration_check_interval_ms);
+        let mut last_expiration_check = time::now();
         loop {
             tokio::select! {
                 biased;
@@ -131,6 +141,13 @@ impl Broker {
             for partition in self.topics.partitions().await {
                 // Errors are reported through the health flag; deleted partitions are skipped.
                 let _ = partition.flush_if_due().await;
+            }
+            // Kafka's producer expiration task (`producer.id.expiration.check.interval.ms`).
+            if last_expiration_check.elapsed() >= expiration_check_interval {
+                last_expiration_check = time::now();
+                for partition in self.topics.partitions().await {
+                    let _ = partition.remove_expired_producers().await;
+                }
             }
         }
     }

@@ -21,6 +21,8 @@
 //!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate).
 
 mod index;
+pub mod producer_snapshot;
+pub mod producer_state;
 mod recovery;
 pub mod segment;
 pub mod validator;
@@ -32,6 +34,7 @@ use crate::rt::clock::Clock;
 use crate::rt::disk::{join, Disk, File};
 use crate::rt::time;
 use bytes::{Bytes, BytesMut};
+use producer_state::{Prepared, ProducerBatch, ProducerStateError, ProducerStateMap};
 use segment::Segment;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -75,6 +78,9 @@ pub struct LogConfig {
     pub verify_crc_on_read: bool,
     /// `log.flush.offset.checkpoint.interval.ms`: how often the recovery point is written.
     pub checkpoint_interval_ms: u64,
+    /// `producer.id.expiration.ms` (broker-level, KIP-854): a producer idle this long (by its
+    /// latest batch's timestamp) is forgotten by [`Log::remove_expired_producers`].
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -87,6 +93,7 @@ impl Default for LogConfig {
             flush: FlushPolicy::SyncBeforeAck,
             verify_crc_on_read: crate::rt::SIMULATION,
             checkpoint_interval_ms: 60_000,
+            producer_id_expiration_ms: producer_state::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
         }
     }
 }
@@ -117,6 +124,12 @@ impl LogConfig {
             return bad(
                 "segment.index.bytes",
                 format!("{} cannot hold one 8-byte entry", self.segment_index_bytes),
+            );
+        }
+        if self.producer_id_expiration_ms < 1 {
+            return bad(
+                "producer.id.expiration.ms",
+                format!("{} must be positive", self.producer_id_expiration_ms),
             );
         }
         if let FlushPolicy::PageCache {
@@ -166,6 +179,8 @@ pub enum LogError {
         offset: i64,
     },
     Config(String),
+    /// An idempotent producer's batch was refused by the producer state checks.
+    Producer(ProducerStateError),
 }
 
 impl LogError {
@@ -210,6 +225,7 @@ impl std::fmt::Display for LogError {
                 )
             }
             LogError::Config(why) => write!(f, "invalid log config: {why}"),
+            LogError::Producer(e) => write!(f, "{e}"),
         }
     }
 }
@@ -229,6 +245,10 @@ pub struct AppendInfo {
 pub struct PendingAppend {
     pub info: AppendInfo,
     records_count: u64,
+    /// A retry of a batch already in the log (idempotent producer): nothing was written and
+    /// `info` is the original's (`max_timestamp` its max timestamp). Acknowledging it waits
+    /// until the original may be acknowledged.
+    pub duplicate: bool,
 }
 
 /// Whole batches returned by a read.
@@ -330,6 +350,9 @@ struct State {
     last_flush: time::Instant,
     last_checkpoint: time::Instant,
     rolled_since_checkpoint: bool,
+    /// The idempotent producers' state, always reflecting the log up to `log_end_offset`:
+    /// checked and updated under this lock, in the order offsets are assigned.
+    producers: ProducerStateMap,
 }
 
 impl State {
@@ -405,9 +428,19 @@ impl Log {
     ) -> Result<(Arc<Log>, RecoveryReport), LogError> {
         config.validate()?;
         let (segments, report) = recovery::recover(&disk, dir, &config).await?;
+        let log_start_offset = segments.values().next().map_or(0, |s| s.base_offset);
+        let mut producers = producer_snapshot::load(
+            &disk,
+            dir,
+            &segments,
+            log_start_offset,
+            report.log_end_offset,
+        )
+        .await?;
+        producers.remove_expired(clock.now_ms(), config.producer_id_expiration_ms);
         let now = time::now();
         let state = State {
-            log_start_offset: segments.values().next().map_or(0, |s| s.base_offset),
+            log_start_offset,
             log_end_offset: report.log_end_offset,
             durable_end_offset: report.log_end_offset,
             segments,
@@ -419,6 +452,7 @@ impl Log {
             last_flush: now,
             last_checkpoint: now,
             rolled_since_checkpoint: false,
+            producers,
         };
         state.check_invariants();
         let log = Log {
@@ -504,10 +538,11 @@ impl Log {
         let mut buf: BytesMut = records
             .try_into_mut()
             .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-        let info = self.append_locked(&mut buf, &mut headers).await?;
+        let (info, duplicate) = self.append_locked(&mut buf, &mut headers).await?;
         Ok(PendingAppend {
             info,
-            records_count,
+            records_count: if duplicate { 0 } else { records_count },
+            duplicate,
         })
     }
 
@@ -539,7 +574,7 @@ impl Log {
         &self,
         buf: &mut BytesMut,
         headers: &mut [record_batch::BatchHeader],
-    ) -> Result<AppendInfo, LogError> {
+    ) -> Result<(AppendInfo, bool), LogError> {
         let mut state = self.state.lock().await;
         state.online()?;
         let result = self.append_to(&mut state, buf, headers).await;
@@ -554,7 +589,7 @@ impl Log {
         state: &mut State,
         buf: &mut BytesMut,
         headers: &mut [record_batch::BatchHeader],
-    ) -> Result<AppendInfo, LogError> {
+    ) -> Result<(AppendInfo, bool), LogError> {
         let now_ms = self.clock.now_ms();
         let total = buf.len() as u64;
         let base_offset = state.log_end_offset;
@@ -562,6 +597,35 @@ impl Log {
             .iter()
             .map(|h| i64::from(h.last_offset_delta) + 1)
             .sum();
+        // Check the idempotent producers' batches with the offsets they are about to get,
+        // before anything is written: a refused or duplicate append leaves no trace.
+        let mut producer_batches = Vec::new();
+        let mut next = base_offset;
+        for header in headers.iter() {
+            let mut placed = *header;
+            placed.base_offset = next;
+            next = placed.next_offset();
+            producer_batches.extend(ProducerBatch::from_header(&placed));
+        }
+        let producer_update = if producer_batches.is_empty() {
+            None
+        } else {
+            match state
+                .producers
+                .prepare(&producer_batches)
+                .map_err(LogError::Producer)?
+            {
+                Prepared::Duplicate(original) => {
+                    let info = AppendInfo {
+                        base_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        max_timestamp: original.max_timestamp,
+                    };
+                    return Ok((info, true));
+                }
+                Prepared::Append(update) => Some(update),
+            }
+        };
         if self.should_roll(state.active(), total, base_offset + count, now_ms) {
             self.roll(state, base_offset).await?;
         }
@@ -597,12 +661,19 @@ impl Log {
         segment.next_offset = next;
         state.log_end_offset = next;
         self.log_end_offset.store(next, Ordering::Release);
+        match producer_update {
+            Some(update) => state.producers.apply(update, next),
+            None => state.producers.advance_to(next),
+        }
         state.check_invariants();
-        Ok(AppendInfo {
-            base_offset,
-            last_offset: next - 1,
-            max_timestamp,
-        })
+        Ok((
+            AppendInfo {
+                base_offset,
+                last_offset: next - 1,
+                max_timestamp,
+            },
+            false,
+        ))
     }
 
     fn should_roll(&self, active: &Segment, bytes: u64, end_offset: i64, now_ms: i64) -> bool {
@@ -623,6 +694,14 @@ impl Log {
     /// new segment is acknowledged.
     async fn roll(&self, state: &mut State, base_offset: i64) -> Result<(), LogError> {
         state.active_mut().seal_time_index().await?;
+        // Kafka's snapshot at roll: the producer state as of the new segment's base offset,
+        // so a later open replays at most the segments from here on.
+        assert_eq!(
+            state.producers.end_offset(),
+            base_offset,
+            "producer state out of step with the log end at roll"
+        );
+        producer_snapshot::write(&self.disk, &self.dir, &state.producers).await?;
         let old = state.active();
         let old_files = [
             old.log.clone(),
@@ -1007,6 +1086,20 @@ impl Log {
             dirty, segments, ..
         } = state;
         dirty.retain(|(_, f)| state_has(segments, f));
+        // Rebuild the producer state without the cut batches: from the newest snapshot at or
+        // below the new end, replaying the batches after it.
+        let log_start_offset = state.log_start_offset;
+        state.producers = producer_snapshot::load(
+            &self.disk,
+            &self.dir,
+            &state.segments,
+            log_start_offset,
+            new_end,
+        )
+        .await?;
+        state
+            .producers
+            .remove_expired(self.clock.now_ms(), self.config.producer_id_expiration_ms);
         state.log_end_offset = new_end;
         state.durable_end_offset = state.durable_end_offset.min(new_end);
         self.log_end_offset.store(new_end, Ordering::Release);
@@ -1014,6 +1107,34 @@ impl Log {
             .store(state.durable_end_offset, Ordering::Release);
         state.check_invariants();
         Ok(new_end)
+    }
+
+    /// Forgets the producers idle for `producer.id.expiration.ms` (by the timestamp of their
+    /// latest batch, as Kafka); owners call it every
+    /// `producer.id.expiration.check.interval.ms`. Returns how many were removed.
+    pub async fn remove_expired_producers(&self) -> Result<usize, LogError> {
+        let mut state = self.state.lock().await;
+        state.online()?;
+        let now_ms = self.clock.now_ms();
+        Ok(state
+            .producers
+            .remove_expired(now_ms, self.config.producer_id_expiration_ms))
+    }
+
+    /// The hook for retention and DeleteRecords: once segments below `log_start_offset` are
+    /// deleted, the producer snapshots below it are removed too, except the newest (producer
+    /// state outlives the batches it came from until it expires, as in Kafka since KIP-360).
+    pub async fn remove_producer_snapshots_below(
+        &self,
+        log_start_offset: i64,
+    ) -> Result<usize, LogError> {
+        let _state = self.state.lock().await;
+        producer_snapshot::remove_below(&self.disk, &self.dir, log_start_offset).await
+    }
+
+    /// A copy of the producer state (for tests, metrics and DescribeProducers later).
+    pub async fn producer_state(&self) -> ProducerStateMap {
+        self.state.lock().await.producers.clone()
     }
 
     /// Syncs everything, checkpoints the log end as the recovery point and leaves the
@@ -1057,6 +1178,8 @@ impl Log {
         self.durable_end_offset.store(end, Ordering::Release);
         state.check_invariants();
         recovery::write_checkpoint(&self.disk, &self.dir, end).await?;
+        // The producer state at the log end, so the next open replays nothing.
+        producer_snapshot::write(&self.disk, &self.dir, &state.producers).await?;
         let marker = join(&self.dir, CLEAN_SHUTDOWN_FILE);
         self.disk
             .write_file_atomic(&marker, b"")

@@ -176,7 +176,18 @@ async fn append(
         ));
     }
     match partition.append(buf.freeze()).await {
-        Ok(pending) => Started::Appended(partition, pending, validated.log_append_time_ms),
+        Ok(pending) => {
+            // A duplicate answers with the original's append time (stamped into its max
+            // timestamp under LogAppendTime), not the one validation just stamped.
+            let log_append_time = if pending.duplicate {
+                validated
+                    .log_append_time_ms
+                    .map(|_| pending.info.max_timestamp)
+            } else {
+                validated.log_append_time_ms
+            };
+            Started::Appended(partition, pending, log_append_time)
+        }
         Err(e) => {
             let code = partition_error_code(&e);
             tracing::debug!(error = %e, %code, "produce refused");
