@@ -48,6 +48,11 @@ pub struct Options {
     pub heal_ms: u64,
     pub think_ms_max: u64,
     pub segment_bytes: u64,
+    /// The workload produces as idempotent producers, retrying unknown outcomes.
+    pub idempotent: bool,
+    /// The broker checks idempotent producers' batches; off only to show the duplicate
+    /// checker catches a broker without them.
+    pub producer_state_checks: bool,
 }
 
 impl Default for Options {
@@ -69,6 +74,8 @@ impl Default for Options {
             heal_ms: 2_000,
             think_ms_max: 6,
             segment_bytes: 8 * 1024,
+            idempotent: false,
+            producer_state_checks: true,
         }
     }
 }
@@ -142,6 +149,7 @@ fn broker_config(options: &Options) -> BrokerConfig {
         log_roll_ms: 2_000,
         log_flush: options.flush,
         log_flush_offset_checkpoint_interval_ms: 500,
+        producer_state_checks: options.producer_state_checks,
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -236,6 +244,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             rng: SmallRng::seed_from_u64(rng.gen()),
             clock: clock.clone(),
             think_ms_max: options.think_ms_max,
+            idempotent: options.idempotent,
         };
         joins.push(clients.spawn(client.run()));
     }

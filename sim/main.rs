@@ -85,6 +85,42 @@ fn acknowledging_before_sync_is_caught_as_lost_write() {
     );
 }
 
+/// Idempotent producers that retry every unknown outcome with the same sequence, under the
+/// whole nemesis: the broker must answer each retry of a batch it already has with the
+/// original offset, so no value is ever in the log twice.
+#[test]
+fn idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates() {
+    let options = Options {
+        idempotent: true,
+        ..Options::default()
+    };
+    run_suite(
+        "idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates",
+        &options,
+        SEEDS_DEFAULT,
+    );
+}
+
+/// The checker must fire on a deliberately broken option: the same retrying producers
+/// against a broker that does not check producer state append their retries again.
+#[test]
+fn retries_without_broker_deduplication_are_caught_as_duplicates() {
+    let options = Options {
+        idempotent: true,
+        producer_state_checks: false,
+        ..Options::default()
+    };
+    let seeds = 1..11;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| run_seed(seed, &options).report.has(AnomalyKind::Duplicate))
+        .collect();
+    assert!(
+        caught.len() >= 5,
+        "expected duplicate in most of seeds {seeds:?} without broker deduplication, caught in {caught:?}"
+    );
+}
+
 #[test]
 fn same_seed_gives_identical_history_nemesis_and_disk() {
     let options = Options::default();

@@ -107,6 +107,10 @@ pub struct BrokerConfig {
     pub producer_id_expiration_ms: i64,
     /// `producer.id.expiration.check.interval.ms`: how often expired producers are removed.
     pub producer_id_expiration_check_interval_ms: u64,
+    /// Whether partitions check idempotent producers' batches (duplicates, sequences,
+    /// epochs). Always true from a properties file: not a Kafka setting, it exists so the
+    /// simulation can show that its duplicate checker catches a broker without the checks.
+    pub producer_state_checks: bool,
     /// `log.message.timestamp.type`.
     pub log_message_timestamp_type: TimestampType,
     /// `log.message.timestamp.before.max.ms`.
@@ -161,6 +165,7 @@ impl Default for BrokerConfig {
             log_flush_offset_checkpoint_interval_ms: 60_000,
             producer_id_expiration_ms: 86_400_000,
             producer_id_expiration_check_interval_ms: 600_000,
+            producer_state_checks: true,
             log_message_timestamp_type: TimestampType::CreateTime,
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,
@@ -1354,6 +1359,7 @@ impl TopicConfig {
             flush: self.flush,
             checkpoint_interval_ms: broker.log_flush_offset_checkpoint_interval_ms,
             producer_id_expiration_ms: broker.producer_id_expiration_ms,
+            producer_state_checks: broker.producer_state_checks,
             ..LogConfig::default()
         }
     }

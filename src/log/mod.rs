@@ -81,6 +81,10 @@ pub struct LogConfig {
     /// `producer.id.expiration.ms` (broker-level, KIP-854): a producer idle this long (by its
     /// latest batch's timestamp) is forgotten by [`Log::remove_expired_producers`].
     pub producer_id_expiration_ms: i64,
+    /// Check idempotent producers' batches (always, outside the simulation's broken-option
+    /// test, which turns it off to show the duplicate checker fires without it). When off,
+    /// batches are appended as if they had no producer id and no producer state is kept.
+    pub producer_state_checks: bool,
 }
 
 impl Default for LogConfig {
@@ -94,6 +98,7 @@ impl Default for LogConfig {
             verify_crc_on_read: crate::rt::SIMULATION,
             checkpoint_interval_ms: 60_000,
             producer_id_expiration_ms: producer_state::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+            producer_state_checks: true,
         }
     }
 }
@@ -607,7 +612,7 @@ impl Log {
             next = placed.next_offset();
             producer_batches.extend(ProducerBatch::from_header(&placed));
         }
-        let producer_update = if producer_batches.is_empty() {
+        let producer_update = if producer_batches.is_empty() || !self.config.producer_state_checks {
             None
         } else {
             match state
