@@ -101,6 +101,38 @@ fn idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates() {
     );
 }
 
+/// The idempotent suite exercises what it claims: in a few seeds, retries of batches whose
+/// first attempt may have landed are acknowledged (answered from the original when it did).
+#[test]
+fn idempotent_retries_after_unknown_outcomes_happen() {
+    let options = Options {
+        idempotent: true,
+        ..Options::default()
+    };
+    let mut retried = 0;
+    for seed in 1..11 {
+        let outcome = run_seed(seed, &options);
+        assert!(
+            !outcome.report.has(AnomalyKind::Duplicate),
+            "seed {seed}: duplicate with idempotent producers"
+        );
+        retried += outcome
+            .history
+            .events()
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, samsa_spec::EventKind::Note(text)
+                    if text.starts_with("idempotent retry acknowledged"))
+            })
+            .count();
+    }
+    eprintln!("{retried} idempotent retries acknowledged after an unknown outcome in seeds 1..11");
+    assert!(
+        retried > 0,
+        "no retry after an unknown outcome was acknowledged in seeds 1..11"
+    );
+}
+
 /// The checker must fire on a deliberately broken option: the same retrying producers
 /// against a broker that does not check producer state append their retries again.
 #[test]

@@ -190,6 +190,17 @@ impl Workload {
                 .await
             {
                 Ok(ack) => {
+                    if maybe_written {
+                        // The case the duplicate checker is about: an earlier attempt may
+                        // have landed, and this one must have been answered from it.
+                        self.recorder.note(
+                            u64::from(self.process),
+                            format!(
+                                "idempotent retry acknowledged at {} on attempt {attempt}",
+                                ack.base_offset
+                            ),
+                        );
+                    }
                     acknowledged = Some(ack.base_offset);
                     break;
                 }
