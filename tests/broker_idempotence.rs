@@ -374,6 +374,39 @@ async fn snapshots_are_written_at_segment_rolls_and_reloaded_with_the_tail() {
         );
     }
     assert_eq!(log_end(&broker, "rolls").await, 80);
+    // The retention hook: snapshots below a new log start go, except the newest.
+    let partition = broker
+        .broker
+        .topics
+        .find(false, "rolls", Default::default())
+        .await
+        .unwrap()
+        .partition(0)
+        .unwrap();
+    let before = snapshots(&pdir);
+    let removed = partition
+        .log()
+        .remove_producer_snapshots_below(60)
+        .await
+        .unwrap();
+    let after = snapshots(&pdir);
+    assert!(removed > 0, "{before:?}");
+    assert_eq!(after.len(), before.len() - removed);
+    let offset = |n: &String| samsa::log::producer_snapshot::parse_snapshot_name(n).unwrap();
+    let newest = before.last().unwrap().clone();
+    let expected: Vec<String> = before
+        .iter()
+        .filter(|n| offset(n) >= 60 || **n == newest)
+        .cloned()
+        .collect();
+    assert_eq!(after, expected, "before: {before:?}");
+    // Everything below the newest snapshot is gone when the log start passes it: it stays.
+    partition
+        .log()
+        .remove_producer_snapshots_below(i64::MAX)
+        .await
+        .unwrap();
+    assert_eq!(snapshots(&pdir).len(), 1);
     broker.stop().await;
 }
 
