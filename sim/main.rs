@@ -101,6 +101,26 @@ fn idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates() {
     );
 }
 
+/// The same in Kafka's page-cache mode under process crashes: a retry is answered from the
+/// original once the original could be acknowledged, which here is at once.
+#[test]
+fn idempotent_producers_in_page_cache_mode_leave_no_duplicates() {
+    let options = Options {
+        idempotent: true,
+        flush: FlushPolicy::PageCache {
+            flush_messages: 50,
+            flush_ms: 200,
+        },
+        crash_modes: vec![CrashMode::Process],
+        ..Options::default()
+    };
+    run_suite(
+        "idempotent_producers_in_page_cache_mode_leave_no_duplicates",
+        &options,
+        SEEDS_DEFAULT,
+    );
+}
+
 /// The idempotent suite exercises what it claims: in a few seeds, retries of batches whose
 /// first attempt may have landed are acknowledged (answered from the original when it did).
 #[test]
