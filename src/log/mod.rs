@@ -18,7 +18,11 @@
 //! - the checkpointed recovery point never exceeds `durable_end_offset` at the time it was
 //!   written, so recovery may trust every segment wholly below it;
 //! - once an IO error has been seen the log is offline: every later call fails until the log
-//!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate).
+//!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate);
+//! - the idempotent producers' state ([`producer_state`]) reflects exactly the batches below
+//!   `log_end_offset`: it is checked and updated under the state lock with offset assignment,
+//!   written as a snapshot at each roll and clean close, and rebuilt on open and after a
+//!   truncation ([`producer_snapshot`]).
 
 mod index;
 pub mod producer_snapshot;
