@@ -56,6 +56,11 @@ pub struct Options {
     /// A deliberate bug for the retention checker's test: retention deletes one segment
     /// more than `retention_bytes` allows.
     pub retention_deletes_one_segment_too_many: bool,
+    /// The workload produces as idempotent producers, retrying unknown outcomes.
+    pub idempotent: bool,
+    /// The broker checks idempotent producers' batches; off only to show the duplicate
+    /// checker catches a broker without them.
+    pub producer_state_checks: bool,
 }
 
 impl Default for Options {
@@ -79,6 +84,8 @@ impl Default for Options {
             segment_bytes: 8 * 1024,
             retention_bytes: 24 * 1024,
             retention_deletes_one_segment_too_many: false,
+            idempotent: false,
+            producer_state_checks: true,
         }
     }
 }
@@ -167,6 +174,7 @@ fn broker_config(options: &Options) -> BrokerConfig {
         log_retention_bytes: options.retention_bytes,
         log_retention_ms: -1,
         log_retention_check_interval_ms: 200,
+        producer_state_checks: options.producer_state_checks,
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -263,6 +271,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             rng: SmallRng::seed_from_u64(rng.gen()),
             clock: clock.clone(),
             think_ms_max: options.think_ms_max,
+            idempotent: options.idempotent,
         };
         joins.push(clients.spawn(client.run()));
     }

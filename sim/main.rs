@@ -122,6 +122,94 @@ fn deleting_one_segment_too_many_is_caught_as_retention_overreach() {
     );
 }
 
+/// Idempotent producers that retry every unknown outcome with the same sequence, under the
+/// whole nemesis: the broker must answer each retry of a batch it already has with the
+/// original offset, so no value is ever in the log twice.
+#[test]
+fn idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates() {
+    let options = Options {
+        idempotent: true,
+        ..Options::default()
+    };
+    run_suite(
+        "idempotent_producers_retrying_unknown_outcomes_leave_no_duplicates",
+        &options,
+        SEEDS_DEFAULT,
+    );
+}
+
+/// The same in Kafka's page-cache mode under process crashes: a retry is answered from the
+/// original once the original could be acknowledged, which here is at once.
+#[test]
+fn idempotent_producers_in_page_cache_mode_leave_no_duplicates() {
+    let options = Options {
+        idempotent: true,
+        flush: FlushPolicy::PageCache {
+            flush_messages: 50,
+            flush_ms: 200,
+        },
+        crash_modes: vec![CrashMode::Process],
+        ..Options::default()
+    };
+    run_suite(
+        "idempotent_producers_in_page_cache_mode_leave_no_duplicates",
+        &options,
+        SEEDS_DEFAULT,
+    );
+}
+
+/// The idempotent suite exercises what it claims: in a few seeds, retries of batches whose
+/// first attempt may have landed are acknowledged (answered from the original when it did).
+#[test]
+fn idempotent_retries_after_unknown_outcomes_happen() {
+    let options = Options {
+        idempotent: true,
+        ..Options::default()
+    };
+    let mut retried = 0;
+    for seed in 1..11 {
+        let outcome = run_seed(seed, &options);
+        assert!(
+            !outcome.report.has(AnomalyKind::Duplicate),
+            "seed {seed}: duplicate with idempotent producers"
+        );
+        retried += outcome
+            .history
+            .events()
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, samsa_spec::EventKind::Note(text)
+                    if text.starts_with("idempotent retry acknowledged"))
+            })
+            .count();
+    }
+    eprintln!("{retried} idempotent retries acknowledged after an unknown outcome in seeds 1..11");
+    assert!(
+        retried > 0,
+        "no retry after an unknown outcome was acknowledged in seeds 1..11"
+    );
+}
+
+/// The checker must fire on a deliberately broken option: the same retrying producers
+/// against a broker that does not check producer state append their retries again.
+#[test]
+fn retries_without_broker_deduplication_are_caught_as_duplicates() {
+    let options = Options {
+        idempotent: true,
+        producer_state_checks: false,
+        ..Options::default()
+    };
+    let seeds = 1..11;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| run_seed(seed, &options).report.has(AnomalyKind::Duplicate))
+        .collect();
+    assert!(
+        caught.len() >= 5,
+        "expected duplicate in most of seeds {seeds:?} without broker deduplication, caught in {caught:?}"
+    );
+}
+
 #[test]
 fn same_seed_gives_identical_history_nemesis_and_disk() {
     let options = Options::default();

@@ -2,8 +2,19 @@
 //! to the broker's one partition (acks=all) and fetch it back, through Samsa's Rust client
 //! (`samsa::client`), recording every operation's invocation and completion in the history.
 //!
-//! The client does not retry a produce (`retries_max` 0): each history operation is one
-//! attempt, so its outcome is exactly what the broker did, and no retry can duplicate it.
+//! By default the client does not retry a produce (`retries_max` 0): each history operation
+//! is one attempt, so its outcome is exactly what the broker did, and no retry can duplicate
+//! it.
+//!
+//! With `idempotent`, each process is an idempotent producer: it asks for a producer id with
+//! InitProducerId (through the client's low-level connection API) and stamps each batch with
+//! its id, epoch and sequence. A batch whose outcome is unknown (a lost response, a timeout, a
+//! broker restart) is sent again with the same sequence, up to `IDEMPOTENT_ATTEMPTS_MAX` times
+//! within one history operation; the broker must answer a retry of a batch it already has
+//! with the original offset and not append it again, which the spec's duplicate checker
+//! verifies. After an operation that did not end acknowledged the process starts over with a
+//! new producer id (its sequence state is uncertain), as a Kafka producer resets after an
+//! unresolved batch; the old batch is never sent again.
 
 use crate::harness::Recorder;
 use crate::node::TOPIC;
@@ -11,7 +22,9 @@ use rand::rngs::SmallRng;
 use rand::Rng;
 use samsa::client::{Client, ClientConfig, FetchOptions};
 use samsa::protocol::error::ErrorCode;
+use samsa::protocol::init_producer_id::{InitProducerIdRequest, InitProducerIdResponse};
 use samsa::protocol::record_batch::{self, BatchBuilder, BatchError};
+use samsa::protocol::types::{ProducerEpoch, ProducerId};
 use samsa::rt::clock::Clock;
 use samsa::rt::time::{self, Duration};
 use samsa_spec::{Op, Outcome, Value};
@@ -27,6 +40,18 @@ pub const RECORDS_PER_APPEND_MAX: u32 = 4;
 pub const READ_BYTES_MAX: i32 = 4096;
 /// The longest a fetch waits for data (Kafka's `fetch.max.wait.ms`).
 pub const FETCH_WAIT_MS_MAX: i32 = 50;
+/// Attempts of one idempotent produce (the first and its retries with the same sequence).
+pub const IDEMPOTENT_ATTEMPTS_MAX: u32 = 8;
+/// Pause between two attempts of an idempotent produce.
+pub const IDEMPOTENT_RETRY_BACKOFF_MS: u64 = 50;
+
+/// An idempotent producer's identity and next sequence in the workload's one partition.
+#[derive(Clone, Copy, Debug)]
+struct ProducerIdentity {
+    producer_id: i64,
+    epoch: i16,
+    next_sequence: i32,
+}
 
 pub struct Workload {
     pub process: u32,
@@ -36,6 +61,8 @@ pub struct Workload {
     pub rng: SmallRng,
     pub clock: Clock,
     pub think_ms_max: u64,
+    /// Produce as an idempotent producer, retrying unknown outcomes (see the module docs).
+    pub idempotent: bool,
 }
 
 impl Workload {
@@ -52,11 +79,17 @@ impl Workload {
         });
         let mut seq: u32 = 0;
         let mut position: i64 = 0;
+        let mut producer: Option<ProducerIdentity> = None;
         while !self.stop.load(Ordering::Acquire) {
             let think = self.rng.gen_range(0..=self.think_ms_max);
             time::sleep(Duration::from_millis(think)).await;
             if self.rng.gen_bool(0.6) {
-                self.produce(&mut client, &mut seq).await;
+                if self.idempotent {
+                    self.produce_idempotent(&mut client, &mut seq, &mut producer)
+                        .await;
+                } else {
+                    self.produce(&mut client, &mut seq).await;
+                }
             } else {
                 let from = if self.rng.gen_bool(0.2) { 0 } else { position };
                 self.fetch(&mut client, from, &mut position).await;
@@ -97,6 +130,109 @@ impl Workload {
             Err(e) => Outcome::Failed {
                 reason: e.to_string(),
             },
+        };
+        self.recorder.complete(op, outcome);
+    }
+
+    /// One idempotent produce: the same batch (same sequence) until it is acknowledged,
+    /// refused for certain, or `IDEMPOTENT_ATTEMPTS_MAX` attempts have been made.
+    async fn produce_idempotent(
+        &mut self,
+        client: &mut Client,
+        seq: &mut u32,
+        producer: &mut Option<ProducerIdentity>,
+    ) {
+        let identity = match *producer {
+            Some(identity) => identity,
+            None => match init_producer_id(client).await {
+                Ok(identity) => identity,
+                Err(e) => {
+                    self.recorder.note(
+                        u64::from(self.process),
+                        format!("InitProducerId failed: {e}"),
+                    );
+                    return;
+                }
+            },
+        };
+        let count = self.rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
+        let values: Vec<Value> = (0..count)
+            .map(|i| Value::new(self.process, *seq + i))
+            .collect();
+        *seq += count;
+        let mut builder = BatchBuilder::new(0).producer(
+            identity.producer_id,
+            identity.epoch,
+            identity.next_sequence,
+        );
+        let now_ms = self.clock.now_ms();
+        for v in &values {
+            builder.push(
+                now_ms,
+                Some(&self.process.to_be_bytes()),
+                Some(&v.0.to_be_bytes()),
+                &[],
+            );
+        }
+        let batch = builder.build().freeze();
+        let op = self
+            .recorder
+            .invoke(u64::from(self.process), Op::Append { values });
+        let mut maybe_written = false;
+        let mut last_error = String::new();
+        let mut acknowledged = None;
+        for attempt in 1..=IDEMPOTENT_ATTEMPTS_MAX {
+            if attempt > 1 {
+                time::sleep(Duration::from_millis(IDEMPOTENT_RETRY_BACKOFF_MS)).await;
+            }
+            match client
+                .produce(TOPIC, 0, batch.clone(), -1, REQUEST_TIMEOUT_MS as i32)
+                .await
+            {
+                Ok(ack) => {
+                    if maybe_written {
+                        // The case the duplicate checker is about: an earlier attempt may
+                        // have landed, and this one must have been answered from it.
+                        self.recorder.note(
+                            u64::from(self.process),
+                            format!(
+                                "idempotent retry acknowledged at {} on attempt {attempt}",
+                                ack.base_offset
+                            ),
+                        );
+                    }
+                    acknowledged = Some(ack.base_offset);
+                    break;
+                }
+                Err(e) => {
+                    let unknown = e.is_unknown_outcome() || e.maybe_delivered();
+                    maybe_written |= unknown;
+                    last_error = format!("attempt {attempt}: {e}");
+                    // A definite refusal (a sequence or epoch error, a bad request) is not
+                    // retried; anything that may succeed later is, with the same sequence.
+                    if !unknown && !e.is_retriable() {
+                        break;
+                    }
+                }
+            }
+        }
+        let outcome = match acknowledged {
+            Some(base_offset) => {
+                *producer = Some(ProducerIdentity {
+                    next_sequence: identity.next_sequence + count as i32,
+                    ..identity
+                });
+                Outcome::Appended { base_offset }
+            }
+            None => {
+                // The sequence state is uncertain: the next produce starts a new producer.
+                *producer = None;
+                if maybe_written {
+                    Outcome::Unknown { reason: last_error }
+                } else {
+                    Outcome::Failed { reason: last_error }
+                }
+            }
         };
         self.recorder.complete(op, outcome);
     }
@@ -144,6 +280,39 @@ impl Workload {
         };
         self.recorder.complete(op, outcome);
     }
+}
+
+/// Asks the partition's leader for a new idempotent producer id (epoch 0, sequence 0).
+async fn init_producer_id(client: &mut Client) -> Result<ProducerIdentity, String> {
+    let leader = client.leader(TOPIC, 0).await.map_err(|e| e.to_string())?;
+    let connection = client
+        .broker_connection(leader)
+        .await
+        .map_err(|e| e.to_string())?;
+    let version = connection
+        .version_for(InitProducerIdRequest::API_KEY)
+        .map_err(|e| e.to_string())?;
+    let request = InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: 60_000,
+        producer_id: ProducerId::NONE,
+        producer_epoch: ProducerEpoch::NONE,
+    };
+    let response: InitProducerIdResponse = connection
+        .send(InitProducerIdRequest::API_KEY, version, &request)
+        .await
+        .map_err(|e| e.to_string())?;
+    if response.error_code != 0 {
+        return Err(format!(
+            "InitProducerId answered {}",
+            ErrorCode(response.error_code)
+        ));
+    }
+    Ok(ProducerIdentity {
+        producer_id: response.producer_id.0,
+        epoch: response.producer_epoch.0,
+        next_sequence: 0,
+    })
 }
 
 /// Decodes the workload's records (value = the 8-byte `Value`) at offsets >= `from`. A

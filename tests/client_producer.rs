@@ -188,7 +188,6 @@ async fn client_producer_applies_back_pressure_and_refuses_oversized_records() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs InitProducerId in the broker (the idempotent-producer helper's branch); un-ignore at the merge"]
 async fn client_producer_round_trips_with_idempotence() {
     let dir = tempfile::tempdir().unwrap();
     let broker = TestBroker::start(dir.path(), &[]).await;

@@ -102,6 +102,15 @@ pub struct BrokerConfig {
     pub log_flush: FlushPolicy,
     /// `log.flush.offset.checkpoint.interval.ms`.
     pub log_flush_offset_checkpoint_interval_ms: u64,
+    /// `producer.id.expiration.ms` (KIP-854): how long a partition keeps an idle idempotent
+    /// producer's state, counted from its latest batch's timestamp.
+    pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms`: how often expired producers are removed.
+    pub producer_id_expiration_check_interval_ms: u64,
+    /// Whether partitions check idempotent producers' batches (duplicates, sequences,
+    /// epochs). Always true from a properties file: not a Kafka setting, it exists so the
+    /// simulation can show that its duplicate checker catches a broker without the checks.
+    pub producer_state_checks: bool,
     /// `log.message.timestamp.type`.
     pub log_message_timestamp_type: TimestampType,
     /// `log.message.timestamp.before.max.ms`.
@@ -159,6 +168,9 @@ impl Default for BrokerConfig {
             log_index_size_max_bytes: 10 << 20,
             log_flush: FlushPolicy::SyncBeforeAck,
             log_flush_offset_checkpoint_interval_ms: 60_000,
+            producer_id_expiration_ms: 86_400_000,
+            producer_id_expiration_check_interval_ms: 600_000,
+            producer_state_checks: true,
             log_message_timestamp_type: TimestampType::CreateTime,
             log_message_timestamp_before_max_ms: i64::MAX,
             log_message_timestamp_after_max_ms: 3_600_000,
@@ -566,6 +578,8 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "log.flush.interval.messages",
     "log.flush.interval.ms",
     "log.flush.offset.checkpoint.interval.ms",
+    "producer.id.expiration.ms",
+    "producer.id.expiration.check.interval.ms",
     "log.message.timestamp.type",
     "log.message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms",
@@ -921,6 +935,13 @@ impl BrokerConfig {
         }
         if let Some(n) = s.int("log.flush.offset.checkpoint.interval.ms", 1, i32_max)? {
             c.log_flush_offset_checkpoint_interval_ms = to_u64(n);
+        }
+        // Both are Kafka int configs with a minimum of 1.
+        if let Some(n) = s.int("producer.id.expiration.ms", 1, i32_max)? {
+            c.producer_id_expiration_ms = n;
+        }
+        if let Some(n) = s.int("producer.id.expiration.check.interval.ms", 1, i32_max)? {
+            c.producer_id_expiration_check_interval_ms = to_u64(n);
         }
         if let Some((value, _)) = s.get("log.message.timestamp.type") {
             c.log_message_timestamp_type = parse_timestamp_type(value).ok_or_else(|| {
@@ -1414,6 +1435,8 @@ impl TopicConfig {
             segment_index_bytes: self.segment_index_bytes,
             flush: self.flush,
             checkpoint_interval_ms: broker.log_flush_offset_checkpoint_interval_ms,
+            producer_id_expiration_ms: broker.producer_id_expiration_ms,
+            producer_state_checks: broker.producer_state_checks,
             ..LogConfig::default()
         }
     }
@@ -1731,6 +1754,8 @@ mod tests {
             ("log.flush.interval.messages=0", "'log.flush.interval.messages'"),
             ("log.flush.interval.ms=-3", "'log.flush.interval.ms'"),
             ("log.flush.offset.checkpoint.interval.ms=0", "'log.flush.offset.checkpoint.interval.ms'"),
+            ("producer.id.expiration.ms=0", "'producer.id.expiration.ms'"),
+            ("producer.id.expiration.check.interval.ms=2147483648", "'producer.id.expiration.check.interval.ms'"),
             ("log.message.timestamp.type=NoTime", "'NoTime' for 'log.message.timestamp.type': must be CreateTime or LogAppendTime"),
             ("log.message.timestamp.before.max.ms=-1", "'log.message.timestamp.before.max.ms'"),
             ("log.message.timestamp.after.max.ms=x", "'log.message.timestamp.after.max.ms'"),
@@ -1930,5 +1955,19 @@ mod tests {
         assert_eq!(find("cleanup.policy").value, "delete");
         assert_eq!(find("message.timestamp.after.max.ms").value, "3600000");
         assert!(TopicConfig::describe(&broker, &overrides(&[("bogus", "1")])).is_err());
+    }
+
+    #[test]
+    fn producer_id_expiration_keys_parse_with_kafka_defaults() {
+        let c = load("").unwrap();
+        assert_eq!(c.producer_id_expiration_ms, 86_400_000);
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 600_000);
+        let c =
+            load("producer.id.expiration.ms=1500\nproducer.id.expiration.check.interval.ms=100\n")
+                .unwrap();
+        assert_eq!(c.producer_id_expiration_ms, 1500);
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 100);
+        let topic = TopicConfig::broker_defaults(&c).to_log_config(&c);
+        assert_eq!(topic.producer_id_expiration_ms, 1500);
     }
 }

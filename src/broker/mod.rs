@@ -15,6 +15,7 @@ pub mod fetch_session;
 // @core
 pub mod handlers;
 pub mod partition;
+pub mod producer_ids;
 pub mod server;
 pub mod topics;
 
@@ -74,6 +75,8 @@ pub struct Broker {
     pub dynamic: DynamicConfigs,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: FetchSessionCache,
+    /// Hands out producer ids for InitProducerId (a durable block file in the data dir).
+    pub producer_ids: producer_ids::ProducerIds,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
     /// A deliberate bug for the simulation's checker test: retention deletes one segment
@@ -109,6 +112,9 @@ impl Broker {
             .await
             .map_err(|e| BrokerError::Meta(e.to_string()))?
             .cluster_id;
+        let producer_ids = producer_ids::ProducerIds::open(disk.clone())
+            .await
+            .map_err(|e| BrokerError::Meta(e.to_string()))?;
         let data_arrived = Arc::new(Notify::new());
         let health = Arc::new(LogDirHealth::default());
         let (dynamic, effective) = DynamicConfigs::load(disk.clone(), "", config.clone())
@@ -138,6 +144,7 @@ impl Broker {
             health,
             dynamic,
             fetch_sessions,
+            producer_ids,
             _lock: lock,
             #[cfg(feature = "sim")]
             retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),
@@ -150,6 +157,9 @@ impl Broker {
     pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
         let retention_every = Duration::from_millis(self.config.log_retention_check_interval_ms);
         let mut next_retention = time::now() + retention_every;
+        let expiration_check_interval =
+            Duration::from_millis(self.config.producer_id_expiration_check_interval_ms);
+        let mut last_expiration_check = time::now();
         loop {
             tokio::select! {
                 biased;
@@ -163,6 +173,13 @@ impl Broker {
             if time::now() >= next_retention {
                 self.enforce_retention().await;
                 next_retention = time::now() + retention_every;
+            }
+            // Kafka's producer expiration task (`producer.id.expiration.check.interval.ms`).
+            if last_expiration_check.elapsed() >= expiration_check_interval {
+                last_expiration_check = time::now();
+                for partition in self.topics.partitions().await {
+                    let _ = partition.remove_expired_producers().await;
+                }
             }
         }
     }

@@ -393,6 +393,15 @@ impl Partition {
             .map_err(|e| self.log_error(e))
     }
 
+    /// Forgets idle idempotent producers (`producer.id.expiration.ms`); returns how many.
+    pub async fn remove_expired_producers(&self) -> Result<usize, PartitionError> {
+        self.check_live()?;
+        self.log
+            .remove_expired_producers()
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+
     /// The first offset whose batch has a timestamp at or after `timestamp`, if any.
     pub async fn offset_for_timestamp(
         &self,

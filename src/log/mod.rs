@@ -18,7 +18,11 @@
 //! - the checkpointed recovery point never exceeds `durable_end_offset` at the time it was
 //!   written, so recovery may trust every segment wholly below it;
 //! - once an IO error has been seen the log is offline: every later call fails until the log
-//!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate).
+//!   is reopened (a failed sync leaves the page cache in an unknown state, see fsyncgate);
+//! - the idempotent producers' state ([`producer_state`]) reflects exactly the batches below
+//!   `log_end_offset`: it is checked and updated under the state lock with offset assignment,
+//!   written as a snapshot at each roll and clean close, and rebuilt on open and after a
+//!   truncation ([`producer_snapshot`]);
 //! - the log start offset only moves forward, never past the caller's high watermark, and
 //!   the first segment's base offset is at or below it. It is checkpointed durably
 //!   (`log-start-offset-checkpoint`) before any segment below it is unlinked, so a crash at
@@ -27,9 +31,12 @@
 //!
 //! Retention (see [`Log::enforce_retention`] and [`Log::delete_records`]) deletes whole
 //! segments from the front of the log, never the active one, and only segments that lie
-//! wholly below the high watermark, so an unacknowledged append is never deleted.
+//! wholly below the high watermark, so an unacknowledged append is never deleted. Producer
+//! snapshots below the new start go with the segments (the newest one is kept).
 
 mod index;
+pub mod producer_snapshot;
+pub mod producer_state;
 mod recovery;
 #[cfg(test)]
 mod retention_tests;
@@ -43,6 +50,7 @@ use crate::rt::clock::Clock;
 use crate::rt::disk::{join, Disk, File};
 use crate::rt::time;
 use bytes::{Bytes, BytesMut};
+use producer_state::{Prepared, ProducerBatch, ProducerStateError, ProducerStateMap};
 use segment::Segment;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -89,6 +97,13 @@ pub struct LogConfig {
     pub verify_crc_on_read: bool,
     /// `log.flush.offset.checkpoint.interval.ms`: how often the recovery point is written.
     pub checkpoint_interval_ms: u64,
+    /// `producer.id.expiration.ms` (broker-level, KIP-854): a producer idle this long (by its
+    /// latest batch's timestamp) is forgotten by [`Log::remove_expired_producers`].
+    pub producer_id_expiration_ms: i64,
+    /// Check idempotent producers' batches (always, outside the simulation's broken-option
+    /// test, which turns it off to show the duplicate checker fires without it). When off,
+    /// batches are appended as if they had no producer id and no producer state is kept.
+    pub producer_state_checks: bool,
 }
 
 impl Default for LogConfig {
@@ -101,6 +116,8 @@ impl Default for LogConfig {
             flush: FlushPolicy::SyncBeforeAck,
             verify_crc_on_read: crate::rt::SIMULATION,
             checkpoint_interval_ms: 60_000,
+            producer_id_expiration_ms: producer_state::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
+            producer_state_checks: true,
         }
     }
 }
@@ -131,6 +148,12 @@ impl LogConfig {
             return bad(
                 "segment.index.bytes",
                 format!("{} cannot hold one 8-byte entry", self.segment_index_bytes),
+            );
+        }
+        if self.producer_id_expiration_ms < 1 {
+            return bad(
+                "producer.id.expiration.ms",
+                format!("{} must be positive", self.producer_id_expiration_ms),
             );
         }
         if let FlushPolicy::PageCache {
@@ -180,6 +203,8 @@ pub enum LogError {
         offset: i64,
     },
     Config(String),
+    /// An idempotent producer's batch was refused by the producer state checks.
+    Producer(ProducerStateError),
 }
 
 impl LogError {
@@ -224,6 +249,7 @@ impl std::fmt::Display for LogError {
                 )
             }
             LogError::Config(why) => write!(f, "invalid log config: {why}"),
+            LogError::Producer(e) => write!(f, "{e}"),
         }
     }
 }
@@ -273,6 +299,10 @@ pub struct AppendInfo {
 pub struct PendingAppend {
     pub info: AppendInfo,
     records_count: u64,
+    /// A retry of a batch already in the log (idempotent producer): nothing was written and
+    /// `info` is the original's (`max_timestamp` its max timestamp). Acknowledging it waits
+    /// until the original may be acknowledged.
+    pub duplicate: bool,
 }
 
 /// Whole batches returned by a read.
@@ -374,6 +404,9 @@ struct State {
     last_flush: time::Instant,
     last_checkpoint: time::Instant,
     rolled_since_checkpoint: bool,
+    /// The idempotent producers' state, always reflecting the log up to `log_end_offset`:
+    /// checked and updated under this lock, in the order offsets are assigned.
+    producers: ProducerStateMap,
 }
 
 impl State {
@@ -474,9 +507,19 @@ impl Log {
     ) -> Result<(Arc<Log>, RecoveryReport), LogError> {
         config.validate()?;
         let (segments, report) = recovery::recover(&disk, dir, &config).await?;
+        let log_start_offset = report.log_start_offset;
+        let mut producers = producer_snapshot::load(
+            &disk,
+            dir,
+            &segments,
+            log_start_offset,
+            report.log_end_offset,
+        )
+        .await?;
+        producers.remove_expired(clock.now_ms(), config.producer_id_expiration_ms);
         let now = time::now();
         let state = State {
-            log_start_offset: report.log_start_offset,
+            log_start_offset,
             log_end_offset: report.log_end_offset,
             durable_end_offset: report.log_end_offset,
             segments,
@@ -488,6 +531,7 @@ impl Log {
             last_flush: now,
             last_checkpoint: now,
             rolled_since_checkpoint: false,
+            producers,
         };
         state.check_invariants();
         let log = Log {
@@ -586,10 +630,11 @@ impl Log {
         let mut buf: BytesMut = records
             .try_into_mut()
             .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
-        let info = self.append_locked(&mut buf, &mut headers).await?;
+        let (info, duplicate) = self.append_locked(&mut buf, &mut headers).await?;
         Ok(PendingAppend {
             info,
-            records_count,
+            records_count: if duplicate { 0 } else { records_count },
+            duplicate,
         })
     }
 
@@ -621,7 +666,7 @@ impl Log {
         &self,
         buf: &mut BytesMut,
         headers: &mut [record_batch::BatchHeader],
-    ) -> Result<AppendInfo, LogError> {
+    ) -> Result<(AppendInfo, bool), LogError> {
         let mut state = self.state.lock().await;
         state.online()?;
         let result = self.append_to(&mut state, buf, headers).await;
@@ -636,7 +681,7 @@ impl Log {
         state: &mut State,
         buf: &mut BytesMut,
         headers: &mut [record_batch::BatchHeader],
-    ) -> Result<AppendInfo, LogError> {
+    ) -> Result<(AppendInfo, bool), LogError> {
         let now_ms = self.clock.now_ms();
         let total = buf.len() as u64;
         let base_offset = state.log_end_offset;
@@ -644,6 +689,35 @@ impl Log {
             .iter()
             .map(|h| i64::from(h.last_offset_delta) + 1)
             .sum();
+        // Check the idempotent producers' batches with the offsets they are about to get,
+        // before anything is written: a refused or duplicate append leaves no trace.
+        let mut producer_batches = Vec::new();
+        let mut next = base_offset;
+        for header in headers.iter() {
+            let mut placed = *header;
+            placed.base_offset = next;
+            next = placed.next_offset();
+            producer_batches.extend(ProducerBatch::from_header(&placed));
+        }
+        let producer_update = if producer_batches.is_empty() || !self.config.producer_state_checks {
+            None
+        } else {
+            match state
+                .producers
+                .prepare(&producer_batches)
+                .map_err(LogError::Producer)?
+            {
+                Prepared::Duplicate(original) => {
+                    let info = AppendInfo {
+                        base_offset: original.first_offset,
+                        last_offset: original.last_offset,
+                        max_timestamp: original.max_timestamp,
+                    };
+                    return Ok((info, true));
+                }
+                Prepared::Append(update) => Some(update),
+            }
+        };
         if self.should_roll(state.active(), total, base_offset + count, now_ms) {
             self.roll(state, base_offset).await?;
         }
@@ -679,12 +753,19 @@ impl Log {
         segment.next_offset = next;
         state.log_end_offset = next;
         self.log_end_offset.store(next, Ordering::Release);
+        match producer_update {
+            Some(update) => state.producers.apply(update, next),
+            None => state.producers.advance_to(next),
+        }
         state.check_invariants();
-        Ok(AppendInfo {
-            base_offset,
-            last_offset: next - 1,
-            max_timestamp,
-        })
+        Ok((
+            AppendInfo {
+                base_offset,
+                last_offset: next - 1,
+                max_timestamp,
+            },
+            false,
+        ))
     }
 
     fn should_roll(&self, active: &Segment, bytes: u64, end_offset: i64, now_ms: i64) -> bool {
@@ -705,6 +786,14 @@ impl Log {
     /// new segment is acknowledged.
     async fn roll(&self, state: &mut State, base_offset: i64) -> Result<(), LogError> {
         state.active_mut().seal_time_index().await?;
+        // Kafka's snapshot at roll: the producer state as of the new segment's base offset,
+        // so a later open replays at most the segments from here on.
+        assert_eq!(
+            state.producers.end_offset(),
+            base_offset,
+            "producer state out of step with the log end at roll"
+        );
+        producer_snapshot::write(&self.disk, &self.dir, &state.producers).await?;
         let old = state.active();
         let old_files = [
             old.log.clone(),
@@ -1171,6 +1260,10 @@ impl Log {
             }
         }
         if !doomed.is_empty() {
+            // Producer snapshots below the new start go with the segments (the newest stays:
+            // producer state outlives its batches until it expires).
+            self.remove_producer_snapshots_below(outcome.log_start_offset)
+                .await?;
             if let Err(e) = self.disk.sync_dir(&self.dir).await {
                 return Err(self
                     .go_offline(LogError::io("sync directory", &self.dir, e))
@@ -1271,6 +1364,20 @@ impl Log {
             dirty, segments, ..
         } = state;
         dirty.retain(|(_, f)| state_has(segments, f));
+        // Rebuild the producer state without the cut batches: from the newest snapshot at or
+        // below the new end, replaying the batches after it.
+        let log_start_offset = state.log_start_offset;
+        state.producers = producer_snapshot::load(
+            &self.disk,
+            &self.dir,
+            &state.segments,
+            log_start_offset,
+            new_end,
+        )
+        .await?;
+        state
+            .producers
+            .remove_expired(self.clock.now_ms(), self.config.producer_id_expiration_ms);
         state.log_end_offset = new_end;
         state.durable_end_offset = state.durable_end_offset.min(new_end);
         self.log_end_offset.store(new_end, Ordering::Release);
@@ -1278,6 +1385,34 @@ impl Log {
             .store(state.durable_end_offset, Ordering::Release);
         state.check_invariants();
         Ok(new_end)
+    }
+
+    /// Forgets the producers idle for `producer.id.expiration.ms` (by the timestamp of their
+    /// latest batch, as Kafka); owners call it every
+    /// `producer.id.expiration.check.interval.ms`. Returns how many were removed.
+    pub async fn remove_expired_producers(&self) -> Result<usize, LogError> {
+        let mut state = self.state.lock().await;
+        state.online()?;
+        let now_ms = self.clock.now_ms();
+        Ok(state
+            .producers
+            .remove_expired(now_ms, self.config.producer_id_expiration_ms))
+    }
+
+    /// The hook for retention and DeleteRecords: once segments below `log_start_offset` are
+    /// deleted, the producer snapshots below it are removed too, except the newest (producer
+    /// state outlives the batches it came from until it expires, as in Kafka since KIP-360).
+    pub async fn remove_producer_snapshots_below(
+        &self,
+        log_start_offset: i64,
+    ) -> Result<usize, LogError> {
+        let _state = self.state.lock().await;
+        producer_snapshot::remove_below(&self.disk, &self.dir, log_start_offset).await
+    }
+
+    /// A copy of the producer state (for tests, metrics and DescribeProducers later).
+    pub async fn producer_state(&self) -> ProducerStateMap {
+        self.state.lock().await.producers.clone()
     }
 
     /// Syncs everything, checkpoints the log end as the recovery point and leaves the
@@ -1321,6 +1456,8 @@ impl Log {
         self.durable_end_offset.store(end, Ordering::Release);
         state.check_invariants();
         recovery::write_checkpoint(&self.disk, &self.dir, end).await?;
+        // The producer state at the log end, so the next open replays nothing.
+        producer_snapshot::write(&self.disk, &self.dir, &state.producers).await?;
         let marker = join(&self.dir, CLEAN_SHUTDOWN_FILE);
         self.disk
             .write_file_atomic(&marker, b"")

@@ -19,6 +19,7 @@ pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod incremental_alter_configs;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
@@ -83,7 +84,7 @@ pub enum Reply {
 /// The APIs this broker handles, with the versions it advertises in ApiVersions.
 pub fn supported_apis() -> Vec<(i16, i16, i16)> {
     use crate::protocol::*;
-    let handled: [(i16, Option<i16>); 15] = [
+    let handled: [(i16, Option<i16>); 16] = [
         // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
         // the broker is usable from Produce's minimum version (KAFKA-18659).
         (produce::ProduceRequest::API_KEY, Some(0)),
@@ -105,6 +106,7 @@ pub fn supported_apis() -> Vec<(i16, i16, i16)> {
         (create_partitions::CreatePartitionsRequest::API_KEY, None),
         (describe_cluster::DescribeClusterRequest::API_KEY, None),
         (describe_log_dirs::DescribeLogDirsRequest::API_KEY, None),
+        (init_producer_id::InitProducerIdRequest::API_KEY, None),
     ];
     let mut out: Vec<(i16, i16, i16)> = handled
         .iter()
@@ -270,6 +272,13 @@ pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
             ),
             Err(e) => malformed(&request, e),
         },
+        init_producer_id::InitProducerIdRequest::API_KEY => match decode(&request) {
+            Ok(req) => now(
+                &request,
+                &self::init_producer_id::handle(broker, version, req).await,
+            ),
+            Err(e) => malformed(&request, e),
+        },
         other => Reply::Close(format!(
             "API key {other} ({}) is not handled by this broker yet (correlation id {correlation_id})",
             api_info(other).map_or("unknown", |a| a.name)
@@ -295,7 +304,26 @@ pub fn partition_error_code(
                 ErrorCode::KAFKA_STORAGE_ERROR
             }
             LogError::Config(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+            LogError::Producer(e) => producer_error_code(e),
         },
+    }
+}
+
+/// The Kafka error code for a refused idempotent append (Kafka's ProducerAppendInfo errors).
+pub fn producer_error_code(
+    error: &crate::log::producer_state::ProducerStateError,
+) -> crate::protocol::error::ErrorCode {
+    use crate::log::producer_state::ProducerStateError;
+    use crate::protocol::error::ErrorCode;
+    match error {
+        ProducerStateError::InvalidProducerEpoch { .. } => ErrorCode::INVALID_PRODUCER_EPOCH,
+        ProducerStateError::NewEpochNotAtZero { .. }
+        | ProducerStateError::OutOfOrderSequence { .. } => ErrorCode::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        // Transactions are not supported yet: an authorization failure is fatal to clients,
+        // so they stop instead of retrying.
+        ProducerStateError::Transactional { .. } => {
+            ErrorCode::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        }
     }
 }
 

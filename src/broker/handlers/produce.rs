@@ -6,6 +6,12 @@
 //! requests; the wait for durability is deferred, so pipelined requests share one sync.
 //! Produce v0-2 never reaches here: Kafka 4 removed them, and the connection closes (the
 //! frame parser refuses them), though ApiVersions advertises v0 (design §4).
+//!
+//! Idempotent producers' batches are checked by the partition's log under its append lock. A
+//! retry of a batch already in the log comes back as a duplicate `PendingAppend`: it is
+//! answered NONE with the original's base offset (and, under LogAppendTime, its append time)
+//! once the original may be acknowledged, never before. Refusals (OUT_OF_ORDER_SEQUENCE_NUMBER,
+//! INVALID_PRODUCER_EPOCH) get their codes in `handlers::producer_error_code`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -176,7 +182,18 @@ async fn append(
         ));
     }
     match partition.append(buf.freeze()).await {
-        Ok(pending) => Started::Appended(partition, pending, validated.log_append_time_ms),
+        Ok(pending) => {
+            // A duplicate answers with the original's append time (stamped into its max
+            // timestamp under LogAppendTime), not the one validation just stamped.
+            let log_append_time = if pending.duplicate {
+                validated
+                    .log_append_time_ms
+                    .map(|_| pending.info.max_timestamp)
+            } else {
+                validated.log_append_time_ms
+            };
+            Started::Appended(partition, pending, log_append_time)
+        }
         Err(e) => {
             let code = partition_error_code(&e);
             tracing::debug!(error = %e, %code, "produce refused");
