@@ -517,6 +517,9 @@ impl Log {
         )
         .await?;
         producers.remove_expired(clock.now_ms(), config.producer_id_expiration_ms);
+        // A deletion cut short by a crash may have left snapshots below the start, next to
+        // the segments recovery just removed; they go the same way (the newest stays).
+        producer_snapshot::remove_below(&disk, dir, log_start_offset).await?;
         let now = time::now();
         let state = State {
             log_start_offset,
@@ -1262,8 +1265,12 @@ impl Log {
         if !doomed.is_empty() {
             // Producer snapshots below the new start go with the segments (the newest stays:
             // producer state outlives its batches until it expires).
-            self.remove_producer_snapshots_below(outcome.log_start_offset)
-                .await?;
+            if let Err(e) = self
+                .remove_producer_snapshots_below(outcome.log_start_offset)
+                .await
+            {
+                return Err(self.go_offline(e).await);
+            }
             if let Err(e) = self.disk.sync_dir(&self.dir).await {
                 return Err(self
                     .go_offline(LogError::io("sync directory", &self.dir, e))
