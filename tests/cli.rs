@@ -615,3 +615,94 @@ fn cli_topics_alter_partitions_and_configs() {
     .ok("consume");
     assert_eq!(run.stdout, format!("{p} v\n"));
 }
+
+/// The value of `"key":NUMBER` in a one-line JSON object.
+fn json_number(json: &str, key: &str) -> f64 {
+    let pattern = format!("\"{key}\":");
+    let at = json
+        .find(&pattern)
+        .unwrap_or_else(|| panic!("no {key} in {json}"));
+    let rest = &json[at + pattern.len()..];
+    let end = rest
+        .find(|c: char| c != '.' && c != '-' && !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end]
+        .parse()
+        .unwrap_or_else(|e| panic!("{key} in {json}: {e}"))
+}
+
+#[test]
+fn cli_perf_produces_and_consumes_the_requested_records() {
+    let help = samsa(&["perf", "produce", "--help"], "").ok("perf help");
+    assert!(
+        help.stdout.starts_with("usage: samsa perf"),
+        "{}",
+        help.stdout
+    );
+
+    let broker = BrokerProcess::start();
+    let produced = tool(
+        &broker,
+        &[
+            "perf",
+            "produce",
+            "--topic",
+            "load",
+            "--num-records",
+            "3000",
+            "--record-size",
+            "100",
+            "--partitions",
+            "2",
+            "--json",
+        ],
+    )
+    .ok("perf produce");
+    let summary = produced.stdout.trim();
+    assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
+    assert_eq!(json_number(summary, "errors"), 0.0, "{summary}");
+    assert!(json_number(summary, "p99") >= json_number(summary, "p50"));
+
+    let consumed = tool(
+        &broker,
+        &[
+            "perf",
+            "consume",
+            "--topic",
+            "load",
+            "--num-records",
+            "3000",
+            "--json",
+        ],
+    )
+    .ok("perf consume");
+    let summary = consumed.stdout.trim();
+    assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
+    assert_eq!(json_number(summary, "bytes"), 300_000.0, "{summary}");
+
+    // What perf wrote is ordinary data: every record of 100 bytes, on both partitions.
+    let sizes = tool(
+        &broker,
+        &[
+            "consume",
+            "--topic",
+            "load",
+            "--from-beginning",
+            "--max-messages",
+            "3000",
+            "--format",
+            "%p %S\\n",
+        ],
+    )
+    .ok("consume perf's records");
+    let lines: Vec<&str> = sizes.stdout.lines().collect();
+    assert_eq!(lines.len(), 3000);
+    assert!(
+        lines.iter().all(|l| l.ends_with(" 100")),
+        "{}",
+        sizes.stdout
+    );
+    for partition in ["0 ", "1 "] {
+        assert!(lines.iter().any(|l| l.starts_with(partition)));
+    }
+}

@@ -258,6 +258,10 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if super::common::is_help(args.get(1..).unwrap_or_default()) {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let options = match parse_options(args.get(1..).unwrap_or_default(), produce) {
         Ok(options) => options,
         Err(e) => {
