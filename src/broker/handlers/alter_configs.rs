@@ -79,6 +79,43 @@ pub fn duplicates<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTreeSe
         .collect()
 }
 
+/// Alters one resource of an AlterConfigs or IncrementalAlterConfigs request and returns its
+/// response's error code and message: a resource in `twice` (named more than once in the
+/// request) is refused before anything else, then `prepare` validates the request's configs
+/// and yields the change that [`alter_resource`] applies.
+pub async fn alter_once<C>(
+    broker: &Arc<Broker>,
+    twice: &BTreeSet<(i8, String)>,
+    resource_type: i8,
+    resource_name: &str,
+    validate_only: bool,
+    prepare: impl FnOnce() -> Result<C, Refusal>,
+) -> (i16, Option<String>)
+where
+    C: FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
+{
+    let outcome = if twice.contains(&(resource_type, resource_name.to_owned())) {
+        Err((
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "resource '{resource_name}' of type {resource_type} appears more than once in the request"
+            ),
+        ))
+    } else {
+        prepare()
+    };
+    let outcome = match outcome {
+        Ok(change) => {
+            alter_resource(broker, resource_type, resource_name, validate_only, change).await
+        }
+        Err(refusal) => Err(refusal),
+    };
+    match outcome {
+        Ok(()) => (0, None),
+        Err((code, message)) => (code.code(), Some(message)),
+    }
+}
+
 pub async fn handle(
     broker: &Arc<Broker>,
     _version: i16,
@@ -92,34 +129,18 @@ pub async fn handle(
     );
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
-        let outcome = if twice.contains(&(resource.resource_type, resource.resource_name.clone())) {
-            Err((
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "resource '{}' of type {} appears more than once in the request",
-                    resource.resource_name, resource.resource_type
-                ),
-            ))
-        } else {
-            new_configs(&resource.configs)
-        };
-        let outcome = match outcome {
-            Ok(configs) => {
-                alter_resource(
-                    broker,
-                    resource.resource_type,
-                    &resource.resource_name,
-                    request.validate_only,
-                    move |_| configs,
-                )
-                .await
-            }
-            Err(refusal) => Err(refusal),
-        };
-        let (error_code, error_message) = match outcome {
-            Ok(()) => (0, None),
-            Err((code, message)) => (code.code(), Some(message)),
-        };
+        let (error_code, error_message) = alter_once(
+            broker,
+            &twice,
+            resource.resource_type,
+            &resource.resource_name,
+            request.validate_only,
+            || {
+                let configs = new_configs(&resource.configs)?;
+                Ok(move |_: &BTreeMap<String, String>| configs)
+            },
+        )
+        .await;
         responses.push(AlterConfigsResourceResponse {
             error_code,
             error_message,

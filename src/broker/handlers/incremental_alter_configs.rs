@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::broker::dynamic_config;
-use crate::broker::handlers::alter_configs::{alter_resource, duplicates, dynamic_error, Refusal};
+use crate::broker::handlers::alter_configs::{alter_once, duplicates, dynamic_error, Refusal};
 use crate::broker::handlers::describe_configs::RESOURCE_BROKER;
 use crate::broker::Broker;
 use crate::protocol::error::ErrorCode;
@@ -151,39 +151,23 @@ pub async fn handle(
     );
     let mut responses = Vec::with_capacity(request.resources.len());
     for resource in request.resources {
-        let ops = if twice.contains(&(resource.resource_type, resource.resource_name.clone())) {
-            Err((
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "resource '{}' of type {} appears more than once in the request",
-                    resource.resource_name, resource.resource_type
-                ),
-            ))
-        } else if resource.resource_type == RESOURCE_BROKER {
-            // Every key named, DELETE included, must be one that may change dynamically.
-            dynamic_config::check_keys(resource.configs.iter().map(|c| &c.name))
-                .map_err(dynamic_error)
-                .and_then(|()| parse_ops(&resource.configs))
-        } else {
-            parse_ops(&resource.configs)
-        };
-        let outcome = match ops {
-            Ok(ops) => {
-                alter_resource(
-                    broker,
-                    resource.resource_type,
-                    &resource.resource_name,
-                    request.validate_only,
-                    move |current| apply(current, ops),
-                )
-                .await
-            }
-            Err(refusal) => Err(refusal),
-        };
-        let (error_code, error_message) = match outcome {
-            Ok(()) => (0, None),
-            Err((code, message)) => (code.code(), Some(message)),
-        };
+        let (error_code, error_message) = alter_once(
+            broker,
+            &twice,
+            resource.resource_type,
+            &resource.resource_name,
+            request.validate_only,
+            || {
+                if resource.resource_type == RESOURCE_BROKER {
+                    // Every key named, DELETE included, must be one that may change dynamically.
+                    dynamic_config::check_keys(resource.configs.iter().map(|c| &c.name))
+                        .map_err(dynamic_error)?;
+                }
+                let ops = parse_ops(&resource.configs)?;
+                Ok(move |current: &BTreeMap<String, String>| apply(current, ops))
+            },
+        )
+        .await;
         responses.push(AlterConfigsResourceResponse {
             error_code,
             error_message,
