@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::broker::dynamic_config;
-use crate::broker::handlers::alter_configs::{alter_once, duplicates, dynamic_error, Refusal};
+use crate::broker::handlers::alter_configs::{alter_each, dynamic_error, Refusal};
 use crate::broker::handlers::describe_configs::RESOURCE_BROKER;
 use crate::broker::Broker;
 use crate::protocol::error::ErrorCode;
@@ -143,38 +143,33 @@ pub async fn handle(
     _version: i16,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let twice = duplicates(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
-    );
-    let mut responses = Vec::with_capacity(request.resources.len());
-    for resource in request.resources {
-        let (error_code, error_message) = alter_once(
-            broker,
-            &twice,
-            resource.resource_type,
-            &resource.resource_name,
-            request.validate_only,
-            || {
-                if resource.resource_type == RESOURCE_BROKER {
-                    // Every key named, DELETE included, must be one that may change dynamically.
-                    dynamic_config::check_keys(resource.configs.iter().map(|c| &c.name))
-                        .map_err(dynamic_error)?;
-                }
-                let ops = parse_ops(&resource.configs)?;
-                Ok(move |current: &BTreeMap<String, String>| apply(current, ops))
+    let answered = alter_each(
+        broker,
+        request.resources,
+        |r| (r.resource_type, r.resource_name.as_str()),
+        request.validate_only,
+        |r| {
+            if r.resource_type == RESOURCE_BROKER {
+                // Every key named, DELETE included, must be one that may change dynamically.
+                dynamic_config::check_keys(r.configs.iter().map(|c| &c.name))
+                    .map_err(dynamic_error)?;
+            }
+            let ops = parse_ops(&r.configs)?;
+            Ok(move |current: &BTreeMap<String, String>| apply(current, ops))
+        },
+    )
+    .await;
+    let responses = answered
+        .into_iter()
+        .map(
+            |(r, error_code, error_message)| AlterConfigsResourceResponse {
+                error_code,
+                error_message,
+                resource_type: r.resource_type,
+                resource_name: r.resource_name,
             },
         )
-        .await;
-        responses.push(AlterConfigsResourceResponse {
-            error_code,
-            error_message,
-            resource_type: resource.resource_type,
-            resource_name: resource.resource_name,
-        });
-    }
+        .collect();
     IncrementalAlterConfigsResponse {
         throttle_time_ms: 0,
         responses,
