@@ -168,6 +168,26 @@ async fn incremental(
     (r.error_code, r.error_message.clone())
 }
 
+/// The error code of an AlterConfigs that is not validate_only.
+async fn alter_code(
+    conn: &mut Conn,
+    resource_type: i8,
+    name: &str,
+    configs: &[(&str, Option<&str>)],
+) -> i16 {
+    alter(conn, resource_type, name, configs, false).await.0
+}
+
+/// The error code of an IncrementalAlterConfigs that is not validate_only.
+async fn incremental_code(
+    conn: &mut Conn,
+    resource_type: i8,
+    name: &str,
+    ops: &[(&str, i8, Option<&str>)],
+) -> i16 {
+    incremental(conn, resource_type, name, ops, false).await.0
+}
+
 async fn create_partitions(
     conn: &mut Conn,
     name: &str,
@@ -349,15 +369,7 @@ async fn altered_topic_configs_take_effect_and_survive_a_restart() {
     assert_eq!(err, code(ErrorCode::INVALID_CONFIG));
     assert!(message.unwrap().contains("no.such"));
     assert_eq!(
-        alter(
-            &mut conn,
-            TOPIC,
-            "ghost",
-            &[("retention.ms", Some("1"))],
-            false
-        )
-        .await
-        .0,
+        alter_code(&mut conn, TOPIC, "ghost", &[("retention.ms", Some("1"))]).await,
         code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
     );
     assert_eq!(
@@ -376,15 +388,13 @@ async fn altered_topic_configs_take_effect_and_survive_a_restart() {
 
     // AlterConfigs replaces the whole set: retention.ms goes back to its default.
     assert_eq!(
-        alter(
+        alter_code(
             &mut conn,
             TOPIC,
             "altered",
-            &[("max.message.bytes", Some("1000"))],
-            false
+            &[("max.message.bytes", Some("1000"))]
         )
-        .await
-        .0,
+        .await,
         0
     );
     assert_eq!(
@@ -396,42 +406,36 @@ async fn altered_topic_configs_take_effect_and_survive_a_restart() {
 
     // Incremental: SET, APPEND to a list, DELETE; APPEND to a non-list is refused.
     assert_eq!(
-        incremental(
+        incremental_code(
             &mut conn,
             TOPIC,
             "altered",
             &[
                 ("segment.bytes", 0, Some("2000000")),
                 ("cleanup.policy", 2, Some("compact")),
-            ],
-            false
+            ]
         )
-        .await
-        .0,
+        .await,
         0
     );
     assert_eq!(
-        incremental(
+        incremental_code(
             &mut conn,
             TOPIC,
             "altered",
-            &[("retention.ms", 2, Some("5"))],
-            false
+            &[("retention.ms", 2, Some("5"))]
         )
-        .await
-        .0,
+        .await,
         code(ErrorCode::INVALID_CONFIG)
     );
     assert_eq!(
-        incremental(
+        incremental_code(
             &mut conn,
             TOPIC,
             "altered",
-            &[("segment.bytes", 0, Some("7"))],
-            false
+            &[("segment.bytes", 0, Some("7"))]
         )
-        .await
-        .0,
+        .await,
         code(ErrorCode::INVALID_CONFIG)
     );
     let results = describe(&mut conn, 4, vec![(TOPIC, "altered", None)], false).await;
@@ -443,15 +447,7 @@ async fn altered_topic_configs_take_effect_and_survive_a_restart() {
     assert_eq!(entry(r, "segment.bytes").value.as_deref(), Some("2000000"));
     assert_eq!(entry(r, "retention.ms").config_source, DEFAULT_CONFIG);
     assert_eq!(
-        incremental(
-            &mut conn,
-            TOPIC,
-            "altered",
-            &[("cleanup.policy", 1, None)],
-            false
-        )
-        .await
-        .0,
+        incremental_code(&mut conn, TOPIC, "altered", &[("cleanup.policy", 1, None)]).await,
         0
     );
     broker.stop().await;
@@ -495,70 +491,54 @@ async fn dynamic_broker_configs_apply_and_persist() {
     assert_eq!(err, code(ErrorCode::INVALID_CONFIG));
     assert!(message.unwrap().contains("bogus.key"));
     assert_eq!(
-        alter(
+        alter_code(
             &mut conn,
             BROKER,
             &node,
-            &[("message.max.bytes", Some("-1"))],
-            false
+            &[("message.max.bytes", Some("-1"))]
         )
-        .await
-        .0,
+        .await,
         code(ErrorCode::INVALID_CONFIG)
     );
     assert_eq!(
-        alter(
+        alter_code(
             &mut conn,
             BROKER,
             "42",
-            &[("message.max.bytes", Some("100"))],
-            false
+            &[("message.max.bytes", Some("100"))]
         )
-        .await
-        .0,
+        .await,
         code(ErrorCode::INVALID_REQUEST)
     );
 
     assert_eq!(
-        incremental(
-            &mut conn,
-            BROKER,
-            &node,
-            &[("num.partitions", 1, None)],
-            false
-        )
-        .await
-        .0,
+        incremental_code(&mut conn, BROKER, &node, &[("num.partitions", 1, None)]).await,
         code(ErrorCode::INVALID_REQUEST),
         "not even DELETE of a static-only key"
     );
 
     // A cluster-wide default and a per-node value; the node's wins.
     assert_eq!(
-        incremental(
+        incremental_code(
             &mut conn,
             BROKER,
             "",
             &[
                 ("message.max.bytes", 0, Some("900000")),
                 ("log.retention.ms", 0, Some("60000"))
-            ],
-            false
+            ]
         )
-        .await
-        .0,
+        .await,
         0
     );
     assert_eq!(
-        incremental(
+        incremental_code(
             &mut conn,
             BROKER,
             &node,
-            &[("message.max.bytes", 0, Some("2000"))],
-            false
+            &[("message.max.bytes", 0, Some("2000"))]
         )
-        .await
-        .0,
+        .await,
         0
     );
     assert_eq!(
@@ -610,7 +590,7 @@ async fn dynamic_broker_configs_apply_and_persist() {
         code(ErrorCode::MESSAGE_TOO_LARGE)
     );
     // AlterConfigs replaces this node's whole layer: emptied, the cluster default applies.
-    assert_eq!(alter(&mut conn, BROKER, &node, &[], false).await.0, 0);
+    assert_eq!(alter_code(&mut conn, BROKER, &node, &[]).await, 0);
     assert_eq!(produce(&mut conn, "dyn", 0, batch(5000)).await.0, 0);
     broker.stop().await;
 }

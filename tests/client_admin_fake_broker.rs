@@ -7,9 +7,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use bytes::Bytes;
 
 use samsa::client::{
     AlterConfigOp, Client, ClientConfig, ConfigResource, ConfigSource, DescribeConfigsOptions,
@@ -17,7 +15,6 @@ use samsa::client::{
 use samsa::protocol::alter_configs::{
     AlterConfigsRequest, AlterConfigsResourceResponse, AlterConfigsResponse,
 };
-use samsa::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
 use samsa::protocol::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopicResult,
 };
@@ -29,20 +26,19 @@ use samsa::protocol::describe_configs::{
     DescribeConfigsResult, DescribeConfigsSynonym,
 };
 use samsa::protocol::error::ErrorCode;
-use samsa::protocol::frame::parse_request;
-use samsa::protocol::header::ResponseHeader;
 use samsa::protocol::incremental_alter_configs::{
     AlterConfigsResourceResponse as IncrementalResourceResponse, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 };
 use samsa::protocol::message::Message;
-use samsa::protocol::metadata::{
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
-    MetadataResponseTopic,
-};
-use samsa::protocol::response_header_version;
+use samsa::protocol::metadata::{MetadataRequest, MetadataResponse, MetadataResponseTopic};
 use samsa::protocol::types::NodeId;
 use samsa::protocol::wire::Uuid;
+
+#[path = "support/fake_broker.rs"]
+mod fake_broker;
+
+use fake_broker::encode;
 
 const API_VERSIONS: i16 = 18;
 const METADATA: i16 = 3;
@@ -66,19 +62,12 @@ struct Fake {
 impl Fake {
     /// Serves ApiVersions with `ranges` and everything else with `handler(seen, port)`.
     async fn start(ranges: Vec<(i16, i16, i16)>, handler: Handler) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let port = i32::from(listener.local_addr().expect("addr").port());
+        let (listener, port) = fake_broker::bind().await;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let handler = Arc::new(Mutex::new(handler));
-        // Test scaffolding on real tokio; the tasks die with the test's runtime.
-        #[allow(clippy::disallowed_methods)]
-        tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                let (log, handler, ranges) = (log.clone(), handler.clone(), ranges.clone());
-                #[allow(clippy::disallowed_methods)]
-                tokio::spawn(serve(stream, port, ranges, handler, log));
-            }
+        fake_broker::accept_all(listener, move |stream, _| {
+            serve(stream, port, ranges.clone(), handler.clone(), log.clone())
         });
         Fake {
             addr: format!("127.0.0.1:{port}"),
@@ -113,65 +102,33 @@ async fn serve(
     handler: Arc<Mutex<Handler>>,
     log: Arc<Mutex<Vec<Seen>>>,
 ) {
-    loop {
-        let mut prefix = [0u8; 4];
-        if stream.read_exact(&mut prefix).await.is_err() {
-            return;
-        }
-        let len = usize::try_from(i32::from_be_bytes(prefix)).expect("size");
-        let mut frame = vec![0u8; len];
-        if stream.read_exact(&mut frame).await.is_err() {
-            return;
-        }
-        let request = parse_request(Bytes::from(frame)).expect("valid frame");
+    while let Some(request) = fake_broker::read_request(&mut stream).await {
         let seen = Seen {
-            api_key: request.api_key(),
-            version: request.api_version(),
-            body: request.body.clone(),
+            api_key: request.api_key,
+            version: request.version,
+            body: request.body,
         };
         log.lock().expect("log lock").push(seen.clone());
         let body = if seen.api_key == API_VERSIONS {
-            encode(
-                &ApiVersionsResponse {
-                    api_keys: ranges
-                        .iter()
-                        .map(|&(api_key, min_version, max_version)| ApiVersion {
-                            api_key,
-                            min_version,
-                            max_version,
-                        })
-                        .collect(),
-                    ..ApiVersionsResponse::default()
-                },
-                seen.version,
-            )
+            fake_broker::api_versions(&ranges, ErrorCode::NONE, seen.version)
         } else {
             match (handler.lock().expect("handler lock"))(&seen, port) {
                 Some(body) => body,
                 None => return,
             }
         };
-        let header_version = response_header_version(seen.api_key, seen.version).expect("API");
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        ResponseHeader {
-            correlation_id: request.header.correlation_id,
-        }
-        .encode(&mut out, header_version)
-        .expect("header");
-        out.extend_from_slice(&body);
-        let size = i32::try_from(out.len() - 4).expect("fits");
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        if stream.write_all(&out).await.is_err() {
+        if !fake_broker::write_response(
+            &mut stream,
+            seen.api_key,
+            seen.version,
+            request.correlation_id,
+            &body,
+        )
+        .await
+        {
             return;
         }
     }
-}
-
-fn encode<M: Message>(message: &M, version: i16) -> Bytes {
-    let mut out = BytesMut::new();
-    message.encode(&mut out, version).expect("encodes");
-    out.freeze()
 }
 
 fn decode<M: Message>(seen: &Seen) -> M {
@@ -196,52 +153,32 @@ fn ranges(with_describe_cluster: bool) -> Vec<(i16, i16, i16)> {
 
 /// Metadata naming this fake as node `node`, with topic `t` (id 1..16, one partition).
 fn metadata(seen: &Seen, port: i32, node: i32) -> Bytes {
-    let request: MetadataRequest = decode(seen);
-    let topics = request
-        .topics
-        .unwrap_or_default()
-        .into_iter()
-        .map(|t| {
-            let known = t.name.as_deref() == Some("t");
-            MetadataResponseTopic {
-                error_code: if known {
-                    0
-                } else {
-                    ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
-                },
-                name: t.name,
-                topic_id: if known {
-                    Uuid(core::array::from_fn(|i| i as u8 + 1))
-                } else {
-                    Uuid::ZERO
-                },
-                partitions: if known {
-                    vec![MetadataResponsePartition {
-                        partition_index: 0,
-                        leader_id: NodeId(node),
-                        replica_nodes: vec![NodeId(node)],
-                        isr_nodes: vec![NodeId(node)],
-                        ..MetadataResponsePartition::default()
-                    }]
-                } else {
-                    Vec::new()
-                },
-                ..MetadataResponseTopic::default()
-            }
-        })
-        .collect();
+    let response = fake_broker::metadata(seen.body.clone(), seen.version, port, node, |name| {
+        let known = name.as_deref() == Some("t");
+        MetadataResponseTopic {
+            error_code: if known {
+                0
+            } else {
+                ErrorCode::UNKNOWN_TOPIC_OR_PARTITION.0
+            },
+            name,
+            topic_id: if known {
+                Uuid(core::array::from_fn(|i| i as u8 + 1))
+            } else {
+                Uuid::ZERO
+            },
+            partitions: if known {
+                vec![fake_broker::led_partition(node)]
+            } else {
+                Vec::new()
+            },
+            ..MetadataResponseTopic::default()
+        }
+    });
     encode(
         &MetadataResponse {
-            brokers: vec![MetadataResponseBroker {
-                node_id: NodeId(node),
-                host: "127.0.0.1".into(),
-                port,
-                rack: None,
-            }],
             cluster_id: Some("fake-cluster".into()),
-            controller_id: NodeId(node),
-            topics,
-            ..MetadataResponse::default()
+            ..response
         },
         seen.version,
     )

@@ -7,30 +7,24 @@
 
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use bytes::Bytes;
 
 use samsa::client::{
     build_batch, Client, ClientConfig, ClientError, Connection, ConnectionLimits, FetchOptions,
     ProducerRecord,
 };
-use samsa::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
 use samsa::protocol::error::ErrorCode;
 use samsa::protocol::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
-use samsa::protocol::frame::parse_request;
-use samsa::protocol::header::ResponseHeader;
-use samsa::protocol::message::Message;
-use samsa::protocol::metadata::{
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
-    MetadataResponseTopic,
-};
 use samsa::protocol::produce::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use samsa::protocol::record_batch::{BatchBuilder, Compression};
-use samsa::protocol::response_header_version;
-use samsa::protocol::types::{NodeId, Offset};
+use samsa::protocol::types::Offset;
+
+#[path = "support/fake_broker.rs"]
+mod fake_broker;
+
+use fake_broker::{api_versions, encode};
 
 const API_VERSIONS: i16 = 18;
 const METADATA: i16 = 3;
@@ -73,26 +67,12 @@ struct FakeBroker {
 impl FakeBroker {
     /// Binds a port on loopback and serves every connection with `make(port)`'s handler.
     async fn start(make: impl FnOnce(i32) -> Handler) -> FakeBroker {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind loopback");
-        let port = listener.local_addr().expect("local addr").port();
-        let handler = Arc::new(Mutex::new(make(i32::from(port))));
+        let (listener, port) = fake_broker::bind().await;
+        let handler = Arc::new(Mutex::new(make(port)));
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
-        // The fake broker is test scaffolding on real tokio, outside the simulation's
-        // determinism rules; its tasks die with the test's runtime.
-        #[allow(clippy::disallowed_methods)]
-        tokio::spawn(async move {
-            let mut conn = 0usize;
-            while let Ok((stream, _)) = listener.accept().await {
-                let handler = handler.clone();
-                let log = log.clone();
-                let id = conn;
-                conn += 1;
-                #[allow(clippy::disallowed_methods)]
-                tokio::spawn(serve(stream, id, handler, log));
-            }
+        fake_broker::accept_all(listener, move |stream, conn| {
+            serve(stream, conn, handler.clone(), log.clone())
         });
         FakeBroker {
             addr: format!("127.0.0.1:{port}"),
@@ -118,25 +98,15 @@ async fn serve(
     handler: Arc<Mutex<Handler>>,
     log: Arc<Mutex<Vec<Seen>>>,
 ) {
-    loop {
-        let mut prefix = [0u8; 4];
-        if stream.read_exact(&mut prefix).await.is_err() {
-            return;
-        }
-        let len = usize::try_from(i32::from_be_bytes(prefix)).expect("non-negative size");
-        let mut frame = vec![0u8; len];
-        if stream.read_exact(&mut frame).await.is_err() {
-            return;
-        }
-        let request = parse_request(Bytes::from(frame)).expect("the client sends valid frames");
+    while let Some(request) = fake_broker::read_request(&mut stream).await {
         let seen = Seen {
             conn,
-            api_key: request.api_key(),
-            version: request.api_version(),
+            api_key: request.api_key,
+            version: request.version,
             header_version: request.header_version,
-            correlation_id: request.header.correlation_id,
-            client_id: request.header.client_id.clone(),
-            body: request.body.clone(),
+            correlation_id: request.correlation_id,
+            client_id: request.client_id,
+            body: request.body,
         };
         log.lock().expect("log lock").push(seen.clone());
         let action = (handler.lock().expect("handler lock"))(&seen);
@@ -146,26 +116,18 @@ async fn serve(
             Action::Close => return,
             Action::Silent => continue,
         };
-        let header_version =
-            response_header_version(seen.api_key, seen.version).expect("known API");
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        ResponseHeader { correlation_id }
-            .encode(&mut out, header_version)
-            .expect("header encodes");
-        out.extend_from_slice(&body);
-        let size = i32::try_from(out.len() - 4).expect("response fits");
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        if stream.write_all(&out).await.is_err() {
+        if !fake_broker::write_response(
+            &mut stream,
+            seen.api_key,
+            seen.version,
+            correlation_id,
+            &body,
+        )
+        .await
+        {
             return;
         }
     }
-}
-
-fn encode<M: Message>(message: &M, version: i16) -> Bytes {
-    let mut out = BytesMut::new();
-    message.encode(&mut out, version).expect("response encodes");
-    out.freeze()
 }
 
 /// What the fake advertises unless a test says otherwise.
@@ -177,60 +139,6 @@ const RANGES: &[(i16, i16, i16)] = &[
     (API_VERSIONS, 0, 4),
 ];
 
-fn api_versions(ranges: &[(i16, i16, i16)], error: ErrorCode, version: i16) -> Bytes {
-    encode(
-        &ApiVersionsResponse {
-            error_code: error.0,
-            api_keys: ranges
-                .iter()
-                .map(|&(api_key, min_version, max_version)| ApiVersion {
-                    api_key,
-                    min_version,
-                    max_version,
-                })
-                .collect(),
-            ..ApiVersionsResponse::default()
-        },
-        version,
-    )
-}
-
-/// Metadata naming this fake as node 1, leader of partition 0 of every requested topic.
-fn metadata(seen: &Seen, port: i32) -> Bytes {
-    let request = MetadataRequest::decode_exact(seen.body.clone(), seen.version)
-        .expect("metadata request decodes");
-    let topics = request
-        .topics
-        .unwrap_or_default()
-        .into_iter()
-        .map(|t| MetadataResponseTopic {
-            name: t.name,
-            partitions: vec![MetadataResponsePartition {
-                partition_index: 0,
-                leader_id: NodeId(1),
-                replica_nodes: vec![NodeId(1)],
-                isr_nodes: vec![NodeId(1)],
-                ..MetadataResponsePartition::default()
-            }],
-            ..MetadataResponseTopic::default()
-        })
-        .collect();
-    encode(
-        &MetadataResponse {
-            brokers: vec![MetadataResponseBroker {
-                node_id: NodeId(1),
-                host: "127.0.0.1".into(),
-                port,
-                rack: None,
-            }],
-            controller_id: NodeId(1),
-            topics,
-            ..MetadataResponse::default()
-        },
-        seen.version,
-    )
-}
-
 /// ApiVersions and Metadata answered normally; `None` for anything else.
 fn standard(seen: &Seen, port: i32) -> Option<Action> {
     match seen.api_key {
@@ -239,7 +147,11 @@ fn standard(seen: &Seen, port: i32) -> Option<Action> {
             ErrorCode::NONE,
             seen.version,
         ))),
-        METADATA => Some(Action::Reply(metadata(seen, port))),
+        METADATA => Some(Action::Reply(fake_broker::metadata_one_partition(
+            seen.body.clone(),
+            seen.version,
+            port,
+        ))),
         _ => None,
     }
 }

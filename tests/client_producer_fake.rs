@@ -9,27 +9,21 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use bytes::{BufMut, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use bytes::Bytes;
 
 use samsa::client::{ClientConfig, Producer, ProducerConfig, ProducerRecord};
-use samsa::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
 use samsa::protocol::error::ErrorCode;
-use samsa::protocol::frame::parse_request;
-use samsa::protocol::header::ResponseHeader;
 use samsa::protocol::init_producer_id::InitProducerIdResponse;
-use samsa::protocol::message::Message;
-use samsa::protocol::metadata::{
-    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
-    MetadataResponseTopic,
-};
 use samsa::protocol::produce::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use samsa::protocol::record_batch::BatchHeader;
-use samsa::protocol::response_header_version;
-use samsa::protocol::types::{NodeId, Offset, ProducerEpoch, ProducerId};
+use samsa::protocol::types::{Offset, ProducerEpoch, ProducerId};
+
+#[path = "support/fake_broker.rs"]
+mod fake_broker;
+
+use fake_broker::{api_versions, encode};
 
 const PRODUCER_ID: i64 = 1000;
 /// The produce request after whose append the fake closes the connection unanswered.
@@ -48,62 +42,15 @@ struct Log {
     duplicates: usize,
 }
 
-fn encode<M: Message>(message: &M, version: i16) -> Bytes {
-    let mut out = BytesMut::new();
-    message.encode(&mut out, version).expect("response encodes");
-    out.freeze()
-}
-
 /// Answers one request: `None` closes the connection unanswered.
 fn answer(log: &Mutex<Log>, port: i32, api_key: i16, version: i16, body: Bytes) -> Option<Bytes> {
     match api_key {
-        18 => Some(encode(
-            &ApiVersionsResponse {
-                api_keys: [(0, 3, 9), (3, 0, 12), (18, 0, 3), (22, 0, 4)]
-                    .into_iter()
-                    .map(|(api_key, min_version, max_version)| ApiVersion {
-                        api_key,
-                        min_version,
-                        max_version,
-                    })
-                    .collect(),
-                ..ApiVersionsResponse::default()
-            },
+        18 => Some(api_versions(
+            &[(0, 3, 9), (3, 0, 12), (18, 0, 3), (22, 0, 4)],
+            ErrorCode::NONE,
             version,
         )),
-        3 => {
-            let request = MetadataRequest::decode_exact(body, version).expect("metadata decodes");
-            let topics = request
-                .topics
-                .unwrap_or_default()
-                .into_iter()
-                .map(|t| MetadataResponseTopic {
-                    name: t.name,
-                    partitions: vec![MetadataResponsePartition {
-                        partition_index: 0,
-                        leader_id: NodeId(1),
-                        replica_nodes: vec![NodeId(1)],
-                        isr_nodes: vec![NodeId(1)],
-                        ..MetadataResponsePartition::default()
-                    }],
-                    ..MetadataResponseTopic::default()
-                })
-                .collect();
-            Some(encode(
-                &MetadataResponse {
-                    brokers: vec![MetadataResponseBroker {
-                        node_id: NodeId(1),
-                        host: "127.0.0.1".into(),
-                        port,
-                        rack: None,
-                    }],
-                    controller_id: NodeId(1),
-                    topics,
-                    ..MetadataResponse::default()
-                },
-                version,
-            ))
-        }
+        3 => Some(fake_broker::metadata_one_partition(body, version, port)),
         22 => Some(encode(
             &InitProducerIdResponse {
                 producer_id: ProducerId(PRODUCER_ID),
@@ -167,35 +114,20 @@ fn answer(log: &Mutex<Log>, port: i32, api_key: i16, version: i16, body: Bytes) 
 }
 
 async fn serve(mut stream: tokio::net::TcpStream, log: Arc<Mutex<Log>>, port: i32) {
-    loop {
-        let mut prefix = [0u8; 4];
-        if stream.read_exact(&mut prefix).await.is_err() {
-            return;
-        }
-        let len = usize::try_from(i32::from_be_bytes(prefix)).expect("non-negative size");
-        let mut frame = vec![0u8; len];
-        if stream.read_exact(&mut frame).await.is_err() {
-            return;
-        }
-        let request = parse_request(Bytes::from(frame)).expect("valid frames");
-        let (api_key, version) = (request.api_key(), request.api_version());
-        let Some(body) = answer(&log, port, api_key, version, request.body.clone()) else {
+    while let Some(request) = fake_broker::read_request(&mut stream).await {
+        let (api_key, version) = (request.api_key, request.version);
+        let Some(body) = answer(&log, port, api_key, version, request.body) else {
             return;
         };
-        let mut out = BytesMut::new();
-        out.put_i32(0);
-        ResponseHeader {
-            correlation_id: request.header.correlation_id,
-        }
-        .encode(
-            &mut out,
-            response_header_version(api_key, version).expect("known API"),
+        if !fake_broker::write_response(
+            &mut stream,
+            api_key,
+            version,
+            request.correlation_id,
+            &body,
         )
-        .expect("header encodes");
-        out.extend_from_slice(&body);
-        let size = i32::try_from(out.len() - 4).expect("response fits");
-        out[..4].copy_from_slice(&size.to_be_bytes());
-        if stream.write_all(&out).await.is_err() {
+        .await
+        {
             return;
         }
     }
@@ -203,18 +135,12 @@ async fn serve(mut stream: tokio::net::TcpStream, log: Arc<Mutex<Log>>, port: i3
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_producer_idempotent_retry_after_a_cut_connection_leaves_no_duplicate_and_no_gap() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
+    let (listener, port) = fake_broker::bind().await;
     let log = Arc::new(Mutex::new(Log::default()));
     let accept_log = log.clone();
-    // Test scaffolding on real tokio; its tasks die with the test's runtime.
-    #[allow(clippy::disallowed_methods)]
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            accept_log.lock().expect("log lock").connections += 1;
-            #[allow(clippy::disallowed_methods)]
-            tokio::spawn(serve(stream, accept_log.clone(), i32::from(port)));
-        }
+    fake_broker::accept_all(listener, move |stream, _| {
+        accept_log.lock().expect("log lock").connections += 1;
+        serve(stream, accept_log.clone(), port)
     });
     let producer = Producer::new(ProducerConfig {
         client: ClientConfig {

@@ -132,6 +132,35 @@ impl<'a> Args<'a> {
             .ok_or_else(|| CliError::Usage(format!("{name} needs a value")))
     }
 
+    /// The next flag as `(name, inline value)`, refusing a positional argument: for the tools
+    /// that take flags only.
+    pub fn next_flag(&mut self) -> Result<Option<(&'a str, Option<&'a str>)>, CliError> {
+        match self.next_arg() {
+            None => Ok(None),
+            Some(Arg::Positional(value)) => {
+                Err(CliError::Usage(format!("unexpected argument '{value}'")))
+            }
+            Some(Arg::Flag { name, inline }) => Ok(Some((name, inline))),
+        }
+    }
+
+    /// Checks that switch `name` (a flag without a value) was not given one.
+    pub fn switch(name: &str, inline: Option<&str>) -> Result<(), CliError> {
+        match inline {
+            Some(_) => Err(CliError::Usage(format!("{name} takes no value"))),
+            None => Ok(()),
+        }
+    }
+
+    /// The value of flag `name` as a partition index, refused when negative.
+    pub fn partition(&mut self, name: &str, inline: Option<&'a str>) -> Result<i32, CliError> {
+        let p: i32 = self.number(name, inline)?;
+        if p < 0 {
+            return Err(CliError::Usage(format!("{name}: {p} is negative")));
+        }
+        Ok(p)
+    }
+
     /// The value of flag `name` parsed as a number.
     pub fn number<T: FromStr>(
         &mut self,
@@ -157,6 +186,11 @@ pub fn key_value<'a>(name: &str, value: &'a str) -> Result<(&'a str, &'a str), C
             "{name}: '{value}' is not of the form key=value"
         ))),
     }
+}
+
+/// The `--topic` value, which the tools that take one require.
+pub fn required_topic(topic: Option<String>) -> Result<String, CliError> {
+    topic.ok_or_else(|| CliError::Usage("--topic is required".into()))
 }
 
 /// True for the flags every tool takes for the broker address.
@@ -203,6 +237,31 @@ pub fn client(bootstrap: &[String]) -> Client {
     Client::new(client_config(bootstrap))
 }
 
+/// A client tool's `main`: prints the usage for `--help`, starts logging, parses `args` with
+/// `parse` (a usage error is reported with the usage) and runs `run` on the parsed command
+/// line with [`run`].
+pub fn tool_main<P, F>(
+    tool: &str,
+    usage: &str,
+    args: &[String],
+    parse: impl FnOnce(&[String]) -> Result<P, CliError>,
+    run_parsed: impl FnOnce(P) -> F,
+) -> ExitCode
+where
+    F: Future<Output = Result<(), CliError>>,
+{
+    if is_help(args) {
+        println!("{usage}");
+        return ExitCode::SUCCESS;
+    }
+    super::init_tool_logging();
+    let parsed = match parse(args) {
+        Ok(parsed) => parsed,
+        Err(e) => return report(tool, usage, Err(e)),
+    };
+    run(tool, usage, run_parsed(parsed))
+}
+
 /// Runs a tool's future on a current-thread runtime and turns its outcome into an exit code,
 /// printing a failure as `samsa <tool>: <message>` on stderr (with the usage after a usage
 /// error).
@@ -240,6 +299,16 @@ pub fn report(tool: &str, usage: &str, result: Result<(), CliError>) -> ExitCode
             e.exit_code()
         }
     }
+}
+
+/// For the tools' tests: `parse` on `args`, with the error as its message.
+#[cfg(test)]
+pub fn parse_strs<P>(
+    parse: impl FnOnce(&[String]) -> Result<P, CliError>,
+    args: &[&str],
+) -> Result<P, String> {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    parse(&args).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use super::common::{self, Arg, Args, CliError};
+use super::common::{self, Args, CliError};
 use super::format::{Format, FORMAT_DEFAULT};
 use crate::client::{Client, ClientConfig, ClientError, ConsumedRecords};
 use crate::protocol::error::ErrorCode;
@@ -102,29 +102,15 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut exit_at_end = false;
     let mut format = None;
     let mut scan = Args::new(args);
-    while let Some(arg) = scan.next_arg() {
-        let (name, inline) = match arg {
-            Arg::Positional(value) => {
-                return Err(CliError::Usage(format!("unexpected argument '{value}'")))
-            }
-            Arg::Flag { name, inline } => (name, inline),
-        };
+    while let Some((name, inline)) = scan.next_flag()? {
         match name {
             n if common::is_bootstrap_flag(n) => {
                 bootstrap = common::bootstrap_list(scan.value(name, inline)?)?;
             }
             "--topic" | "-t" => topic = Some(scan.value(name, inline)?.to_owned()),
-            "--partition" | "-p" => {
-                let p: i32 = scan.number(name, inline)?;
-                if p < 0 {
-                    return Err(CliError::Usage(format!("{name}: {p} is negative")));
-                }
-                partition = Some(p);
-            }
+            "--partition" | "-p" => partition = Some(scan.partition(name, inline)?),
             "--from-beginning" => {
-                if inline.is_some() {
-                    return Err(CliError::Usage(format!("{name} takes no value")));
-                }
+                Args::switch(name, inline)?;
                 starts.push((name, Start::Beginning));
             }
             "--offset" | "-o" => starts.push((name, Start::Offset(scan.number(name, inline)?))),
@@ -132,9 +118,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             "--max-messages" | "-n" => max_messages = Some(scan.number(name, inline)?),
             "--timeout-ms" => timeout_ms = Some(scan.number(name, inline)?),
             "--exit-at-end" | "-e" => {
-                if inline.is_some() {
-                    return Err(CliError::Usage(format!("{name} takes no value")));
-                }
+                Args::switch(name, inline)?;
                 exit_at_end = true;
             }
             "--format" | "-f" => {
@@ -145,7 +129,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             other => return Err(CliError::Usage(format!("unknown option '{other}'"))),
         }
     }
-    let topic = topic.ok_or_else(|| CliError::Usage("--topic is required".into()))?;
+    let topic = common::required_topic(topic)?;
     let start = match starts.as_slice() {
         [] => Start::End,
         [(_, start)] => *start,
@@ -173,16 +157,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    if common::is_help(args) {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    super::init_tool_logging();
-    let parsed = match parse_args(args) {
-        Ok(parsed) => parsed,
-        Err(e) => return common::report("consume", USAGE, Err(e)),
-    };
-    common::run("consume", USAGE, async move {
+    common::tool_main("consume", USAGE, args, parse_args, |parsed| async move {
         tokio::select! {
             biased;
             _ = crate::rt::signal::ctrl_c() => {
@@ -546,8 +521,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Parsed, String> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse_args(&args).map_err(|e| e.to_string())
+        common::parse_strs(parse_args, args)
     }
 
     #[test]

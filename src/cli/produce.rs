@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::common::{self, Arg, Args, CliError};
+use super::common::{self, Args, CliError};
 use crate::client::partitioner::partition_for_key;
 use crate::client::{send_batch, Client, ProducerRecord};
 use crate::protocol::error::ErrorCode;
@@ -108,25 +108,13 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut compression = Compression::None;
     let mut timeout_ms = PRODUCE_TIMEOUT_MS_DEFAULT;
     let mut scan = Args::new(args);
-    while let Some(arg) = scan.next_arg() {
-        let (name, inline) = match arg {
-            Arg::Positional(value) => {
-                return Err(CliError::Usage(format!("unexpected argument '{value}'")))
-            }
-            Arg::Flag { name, inline } => (name, inline),
-        };
+    while let Some((name, inline)) = scan.next_flag()? {
         match name {
             n if common::is_bootstrap_flag(n) => {
                 bootstrap = common::bootstrap_list(scan.value(name, inline)?)?;
             }
             "--topic" | "-t" => topic = Some(scan.value(name, inline)?.to_owned()),
-            "--partition" | "-p" => {
-                let p: i32 = scan.number(name, inline)?;
-                if p < 0 {
-                    return Err(CliError::Usage(format!("{name}: {p} is negative")));
-                }
-                partition = Some(p);
-            }
+            "--partition" | "-p" => partition = Some(scan.partition(name, inline)?),
             "--key-separator" | "-K" => {
                 let sep = scan.value(name, inline)?;
                 if sep.is_empty() {
@@ -144,7 +132,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             other => return Err(CliError::Usage(format!("unknown option '{other}'"))),
         }
     }
-    let topic = topic.ok_or_else(|| CliError::Usage("--topic is required".into()))?;
+    let topic = common::required_topic(topic)?;
     Ok(Parsed {
         bootstrap,
         topic,
@@ -158,16 +146,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    if common::is_help(args) {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    super::init_tool_logging();
-    let parsed = match parse_args(args) {
-        Ok(parsed) => parsed,
-        Err(e) => return common::report("produce", USAGE, Err(e)),
-    };
-    common::run("produce", USAGE, run(parsed))
+    common::tool_main("produce", USAGE, args, parse_args, run)
 }
 
 /// One line of input, numbered from 1.
@@ -439,8 +418,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Parsed, String> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse_args(&args).map_err(|e| e.to_string())
+        common::parse_strs(parse_args, args)
     }
 
     #[test]

@@ -194,16 +194,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    if common::is_help(args) {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    super::init_tool_logging();
-    let parsed = match parse_args(args) {
-        Ok(parsed) => parsed,
-        Err(e) => return common::report("topics", USAGE, Err(e)),
-    };
-    common::run("topics", USAGE, run(parsed))
+    common::tool_main("topics", USAGE, args, parse_args, run)
 }
 
 pub async fn run(parsed: Parsed) -> Result<(), CliError> {
@@ -515,8 +506,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Parsed, String> {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-        parse_args(&args).map_err(|e| e.to_string())
+        common::parse_strs(parse_args, args)
     }
 
     #[test]

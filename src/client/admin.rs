@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use super::cluster::{Client, PartitionMetadata};
+use super::cluster::{needs_one, topic_results, Client, PartitionMetadata};
 use super::error::ClientError;
 use crate::protocol::alter_configs::{
     AlterConfigsRequest, AlterConfigsResource as WholeResource, AlterConfigsResponse,
@@ -35,7 +35,7 @@ use crate::protocol::incremental_alter_configs::{
     AlterConfigsResource as IncrementalResource, AlterableConfig as IncrementalConfig,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
 };
-use crate::protocol::metadata::{MetadataRequest, MetadataRequestTopic, MetadataResponse};
+use crate::protocol::metadata::{MetadataRequest, MetadataResponse};
 use crate::protocol::wire::Uuid;
 
 /// Kafka's resource type of a topic.
@@ -287,6 +287,24 @@ struct WireResult<T> {
     payload: T,
 }
 
+/// The per-resource answers of an AlterConfigs or IncrementalAlterConfigs response: the two
+/// have answers with the same fields but of distinct types, hence a macro.
+macro_rules! alter_answers {
+    ($response:expr) => {
+        $response
+            .responses
+            .into_iter()
+            .map(|r| WireResult {
+                resource_type: r.resource_type,
+                resource_name: r.resource_name,
+                error_code: r.error_code,
+                error_message: r.error_message,
+                payload: (),
+            })
+            .collect()
+    };
+}
+
 type WireResults<T> = Vec<WireResult<T>>;
 
 /// Pairs `resources` with the answers about them; a resource the answers leave out gets an
@@ -327,15 +345,6 @@ fn by_target(resources: &[ConfigResource]) -> BTreeMap<Target, Vec<usize>> {
     groups
 }
 
-fn kafka_topic_error(topic: &str, code: i16, message: Option<String>) -> ClientError {
-    ClientError::Kafka {
-        code: ErrorCode(code),
-        message,
-        topic: topic.to_owned(),
-        partition: -1,
-    }
-}
-
 impl Client {
     /// Describes `topics` (every topic if empty) through Metadata, without creating any: a
     /// missing topic comes back with UNKNOWN_TOPIC_OR_PARTITION in its `error`. Sorted by
@@ -344,23 +353,7 @@ impl Client {
         &mut self,
         topics: &[&str],
     ) -> Result<Vec<TopicDescription>, ClientError> {
-        let named: Vec<MetadataRequestTopic> = topics
-            .iter()
-            .map(|name| MetadataRequestTopic {
-                name: Some((*name).to_owned()),
-                ..MetadataRequestTopic::default()
-            })
-            .collect();
-        let make = |version: i16| MetadataRequest {
-            topics: if named.is_empty() && version >= 1 {
-                None
-            } else {
-                Some(named.clone())
-            },
-            allow_auto_topic_creation: false,
-            ..MetadataRequest::default()
-        };
-        let response: MetadataResponse = self.send_any(MetadataRequest::API_KEY, make).await?;
+        let response = self.metadata_response(topics, false).await?;
         let mut described: Vec<TopicDescription> = response
             .topics
             .iter()
@@ -369,14 +362,7 @@ impl Client {
                 let mut partitions: Vec<PartitionMetadata> = t
                     .partitions
                     .iter()
-                    .map(|p| PartitionMetadata {
-                        partition: p.partition_index,
-                        error: ErrorCode(p.error_code),
-                        leader_id: p.leader_id.0,
-                        leader_epoch: p.leader_epoch.0,
-                        replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
-                        isr: p.isr_nodes.iter().map(|n| n.0).collect(),
-                    })
+                    .map(PartitionMetadata::from_wire)
                     .collect();
                 partitions.sort_by_key(|p| p.partition);
                 Some(TopicDescription {
@@ -400,11 +386,7 @@ impl Client {
         topics: &[(&str, i32)],
         validate_only: bool,
     ) -> Result<Vec<(String, Result<(), ClientError>)>, ClientError> {
-        if topics.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "create_partitions needs at least one topic".into(),
-            });
-        }
+        needs_one(topics, "create_partitions needs at least one topic")?;
         let request = CreatePartitionsRequest {
             topics: topics
                 .iter()
@@ -414,7 +396,7 @@ impl Client {
                     assignments: None,
                 })
                 .collect(),
-            timeout_ms: i32::try_from(self.config().request_timeout_ms).unwrap_or(i32::MAX),
+            timeout_ms: self.admin_timeout_ms(),
             validate_only,
         };
         let response: CreatePartitionsResponse = self
@@ -423,18 +405,12 @@ impl Client {
         for (name, _) in topics {
             self.forget_topic(name);
         }
-        Ok(response
-            .results
-            .into_iter()
-            .map(|r| {
-                let result = if r.error_code == 0 {
-                    Ok(())
-                } else {
-                    Err(kafka_topic_error(&r.name, r.error_code, r.error_message))
-                };
-                (r.name, result)
-            })
-            .collect())
+        Ok(topic_results(
+            response
+                .results
+                .into_iter()
+                .map(|r| (r.name, r.error_code, r.error_message)),
+        ))
     }
 
     /// Every config of each resource, with sources and synonyms.
@@ -455,11 +431,7 @@ impl Client {
         resources: &[ConfigResource],
         options: &DescribeConfigsOptions,
     ) -> Result<ConfigResults<Vec<ConfigEntry>>, ClientError> {
-        if resources.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "describe_configs needs at least one resource".into(),
-            });
-        }
+        needs_one(resources, "describe_configs needs at least one resource")?;
         let mut answers: WireResults<Vec<ConfigEntry>> = Vec::new();
         for (target, indexes) in by_target(resources) {
             let request = DescribeConfigsRequest {
@@ -521,14 +493,14 @@ impl Client {
         validate_only: bool,
     ) -> Result<ConfigResults<()>, ClientError> {
         let resources: Vec<ConfigResource> = changes.iter().map(|(r, _)| r.clone()).collect();
-        if resources.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "incremental_alter_configs needs at least one resource".into(),
-            });
-        }
-        let mut answers: WireResults<()> = Vec::new();
-        for (target, indexes) in by_target(&resources) {
-            let request = IncrementalAlterConfigsRequest {
+        needs_one(
+            &resources,
+            "incremental_alter_configs needs at least one resource",
+        )?;
+        self.alter_by_target(
+            &resources,
+            IncrementalAlterConfigsRequest::API_KEY,
+            |indexes| IncrementalAlterConfigsRequest {
                 resources: indexes
                     .iter()
                     .filter_map(|&i| changes.get(i))
@@ -539,22 +511,10 @@ impl Client {
                     })
                     .collect(),
                 validate_only,
-            };
-            let response: IncrementalAlterConfigsResponse = self
-                .request_to(target, IncrementalAlterConfigsRequest::API_KEY, |_| {
-                    request.clone()
-                })
-                .await?;
-            answers.extend(response.responses.into_iter().map(|r| WireResult {
-                resource_type: r.resource_type,
-                resource_name: r.resource_name,
-                error_code: r.error_code,
-                error_message: r.error_message,
-                payload: (),
-            }));
-        }
-        self.forget_topics_of(&resources);
-        Ok(match_results(&resources, answers))
+            },
+            |response: IncrementalAlterConfigsResponse| alter_answers!(response),
+        )
+        .await
     }
 
     /// Replaces each resource's whole set of overrides with `configs` (the older AlterConfigs:
@@ -565,14 +525,11 @@ impl Client {
         validate_only: bool,
     ) -> Result<ConfigResults<()>, ClientError> {
         let resources: Vec<ConfigResource> = configs.iter().map(|(r, _)| r.clone()).collect();
-        if resources.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "alter_configs needs at least one resource".into(),
-            });
-        }
-        let mut answers: WireResults<()> = Vec::new();
-        for (target, indexes) in by_target(&resources) {
-            let request = AlterConfigsRequest {
+        needs_one(&resources, "alter_configs needs at least one resource")?;
+        self.alter_by_target(
+            &resources,
+            AlterConfigsRequest::API_KEY,
+            |indexes| AlterConfigsRequest {
                 resources: indexes
                     .iter()
                     .filter_map(|&i| configs.get(i))
@@ -589,20 +546,36 @@ impl Client {
                     })
                     .collect(),
                 validate_only,
-            };
-            let response: AlterConfigsResponse = self
-                .request_to(target, AlterConfigsRequest::API_KEY, |_| request.clone())
+            },
+            |response: AlterConfigsResponse| alter_answers!(response),
+        )
+        .await
+    }
+
+    /// Sends one alter request per target, built by `build` from the indexes of the
+    /// `resources` it covers; forgets the cached metadata of altered topics and pairs each
+    /// resource with its answer (from `answers_of`), in order.
+    async fn alter_by_target<Req, Resp>(
+        &mut self,
+        resources: &[ConfigResource],
+        api_key: i16,
+        build: impl Fn(&[usize]) -> Req,
+        answers_of: impl Fn(Resp) -> WireResults<()>,
+    ) -> Result<ConfigResults<()>, ClientError>
+    where
+        Req: crate::protocol::message::Message + Clone,
+        Resp: crate::protocol::message::Message,
+    {
+        let mut answers: WireResults<()> = Vec::new();
+        for (target, indexes) in by_target(resources) {
+            let request = build(&indexes);
+            let response: Resp = self
+                .request_to(target, api_key, |_| request.clone())
                 .await?;
-            answers.extend(response.responses.into_iter().map(|r| WireResult {
-                resource_type: r.resource_type,
-                resource_name: r.resource_name,
-                error_code: r.error_code,
-                error_message: r.error_message,
-                payload: (),
-            }));
+            answers.extend(answers_of(response));
         }
-        self.forget_topics_of(&resources);
-        Ok(match_results(&resources, answers))
+        self.forget_topics_of(resources);
+        Ok(match_results(resources, answers))
     }
 
     /// The cluster id, controller and brokers: DescribeCluster, or Metadata from a broker that

@@ -30,7 +30,9 @@ use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchT
 use crate::protocol::list_offsets::{
     ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
 };
-use crate::protocol::metadata::{MetadataRequest, MetadataRequestTopic, MetadataResponse};
+use crate::protocol::metadata::{
+    MetadataRequest, MetadataRequestTopic, MetadataResponse, MetadataResponsePartition,
+};
 use crate::protocol::produce::{
     PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
 };
@@ -84,6 +86,20 @@ pub struct PartitionMetadata {
     pub leader_epoch: i32,
     pub replicas: Vec<i32>,
     pub isr: Vec<i32>,
+}
+
+impl PartitionMetadata {
+    /// A partition as a Metadata answer describes it.
+    pub(super) fn from_wire(p: &MetadataResponsePartition) -> PartitionMetadata {
+        PartitionMetadata {
+            partition: p.partition_index,
+            error: ErrorCode(p.error_code),
+            leader_id: p.leader_id.0,
+            leader_epoch: p.leader_epoch.0,
+            replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
+            isr: p.isr_nodes.iter().map(|n| n.0).collect(),
+        }
+    }
 }
 
 /// One topic as Metadata describes it.
@@ -198,6 +214,11 @@ impl Client {
 
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// The request timeout as the `timeout_ms` field of an admin request (Kafka's INT32).
+    pub(super) fn admin_timeout_ms(&self) -> i32 {
+        i32::try_from(self.config.request_timeout_ms).unwrap_or(i32::MAX)
     }
 
     fn limits(&self) -> ConnectionLimits {
@@ -343,6 +364,21 @@ impl Client {
     /// Asks the cluster for the metadata of `topics` (all topics if empty) and updates the
     /// cache.
     pub async fn refresh(&mut self, topics: &[&str]) -> Result<(), ClientError> {
+        let allow_auto_topic_creation = self.config.allow_auto_topic_creation;
+        let response = self
+            .metadata_response(topics, allow_auto_topic_creation)
+            .await?;
+        self.apply_metadata(response);
+        Ok(())
+    }
+
+    /// The Metadata answer about `topics` (all topics if empty) from any broker, without
+    /// touching the cache.
+    pub(super) async fn metadata_response(
+        &mut self,
+        topics: &[&str],
+        allow_auto_topic_creation: bool,
+    ) -> Result<MetadataResponse, ClientError> {
         let named: Vec<MetadataRequestTopic> = topics
             .iter()
             .map(|name| MetadataRequestTopic {
@@ -350,7 +386,6 @@ impl Client {
                 ..MetadataRequestTopic::default()
             })
             .collect();
-        let allow_auto_topic_creation = self.config.allow_auto_topic_creation;
         // "All topics" is a null list from v1 and an empty one in v0, which has no null.
         let make = |version: i16| MetadataRequest {
             topics: if named.is_empty() && version >= 1 {
@@ -361,9 +396,7 @@ impl Client {
             allow_auto_topic_creation,
             ..MetadataRequest::default()
         };
-        let response: MetadataResponse = self.send_any(MetadataRequest::API_KEY, make).await?;
-        self.apply_metadata(response);
-        Ok(())
+        self.send_any(MetadataRequest::API_KEY, make).await
     }
 
     pub(super) fn apply_metadata(&mut self, response: MetadataResponse) {
@@ -382,19 +415,7 @@ impl Client {
             let partitions = topic
                 .partitions
                 .into_iter()
-                .map(|p| {
-                    (
-                        p.partition_index,
-                        PartitionMetadata {
-                            partition: p.partition_index,
-                            error: ErrorCode(p.error_code),
-                            leader_id: p.leader_id.0,
-                            leader_epoch: p.leader_epoch.0,
-                            replicas: p.replica_nodes.iter().map(|n| n.0).collect(),
-                            isr: p.isr_nodes.iter().map(|n| n.0).collect(),
-                        },
-                    )
-                })
+                .map(|p| (p.partition_index, PartitionMetadata::from_wire(&p)))
                 .collect();
             self.topics.insert(
                 name.clone(),
@@ -774,11 +795,7 @@ impl Client {
         &mut self,
         topics: &[NewTopic<'_>],
     ) -> Result<Vec<(String, Result<(), ClientError>)>, ClientError> {
-        if topics.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "create_topics needs at least one topic".into(),
-            });
-        }
+        needs_one(topics, "create_topics needs at least one topic")?;
         let request = CreateTopicsRequest {
             topics: topics
                 .iter()
@@ -796,20 +813,18 @@ impl Client {
                         .collect(),
                 })
                 .collect(),
-            timeout_ms: i32::try_from(self.config.request_timeout_ms).unwrap_or(i32::MAX),
+            timeout_ms: self.admin_timeout_ms(),
             validate_only: false,
         };
         let response: CreateTopicsResponse = self
             .admin_with_retries(CreateTopicsRequest::API_KEY, &request)
             .await?;
-        let results = response
-            .topics
-            .into_iter()
-            .map(|t| {
-                let result = topic_result(&t.name, t.error_code, t.error_message);
-                (t.name, result)
-            })
-            .collect();
+        let results = topic_results(
+            response
+                .topics
+                .into_iter()
+                .map(|t| (t.name, t.error_code, t.error_message)),
+        );
         for (name, ..) in topics {
             self.topics.remove(*name);
         }
@@ -821,12 +836,8 @@ impl Client {
         &mut self,
         topics: &[&str],
     ) -> Result<Vec<(String, Result<(), ClientError>)>, ClientError> {
-        if topics.is_empty() {
-            return Err(ClientError::InvalidArgument {
-                reason: "delete_topics needs at least one topic".into(),
-            });
-        }
-        let timeout_ms = i32::try_from(self.config.request_timeout_ms).unwrap_or(i32::MAX);
+        needs_one(topics, "delete_topics needs at least one topic")?;
+        let timeout_ms = self.admin_timeout_ms();
         // v6 names topics in `topics`, older versions in `topic_names`; fill in the one the
         // negotiated version has at send time (see admin_with_retries' use of `versioned`).
         let names: Vec<String> = topics.iter().map(|t| (*t).to_owned()).collect();
@@ -859,15 +870,9 @@ impl Client {
         for name in topics {
             self.topics.remove(*name);
         }
-        Ok(response
-            .responses
-            .into_iter()
-            .map(|r| {
-                let name = r.name.unwrap_or_default();
-                let result = topic_result(&name, r.error_code, r.error_message);
-                (name, result)
-            })
-            .collect())
+        Ok(topic_results(response.responses.into_iter().map(|r| {
+            (r.name.unwrap_or_default(), r.error_code, r.error_message)
+        })))
     }
 
     /// Asks for a producer id and epoch (InitProducerId, API 22) for an idempotent producer
@@ -970,6 +975,28 @@ impl Client {
 
 fn conn_is_broken(conn: Option<&mut Connection>) -> bool {
     conn.is_none_or(|c| c.is_broken())
+}
+
+/// Refuses an admin call given nothing to act on; `reason` names the call and what it needs.
+pub(super) fn needs_one<T>(items: &[T], reason: &str) -> Result<(), ClientError> {
+    if items.is_empty() {
+        return Err(ClientError::InvalidArgument {
+            reason: reason.into(),
+        });
+    }
+    Ok(())
+}
+
+/// The per-topic results of an admin answer, from each topic's `(name, error code, message)`.
+pub(super) fn topic_results(
+    answers: impl Iterator<Item = (String, i16, Option<String>)>,
+) -> Vec<(String, Result<(), ClientError>)> {
+    answers
+        .map(|(name, code, message)| {
+            let result = topic_result(&name, code, message);
+            (name, result)
+        })
+        .collect()
 }
 
 fn topic_result(name: &str, code: i16, message: Option<String>) -> Result<(), ClientError> {

@@ -287,43 +287,14 @@ impl Connection {
                 reason: format!("a {} body cannot be sent as {api}", Req::NAME),
             });
         }
-        let (Some(request_hv), Some(response_hv)) = (
-            request_header_version(api_key, version),
-            response_header_version(api_key, version),
-        ) else {
-            return Err(ClientError::UnsupportedApi {
-                addr,
-                api,
-                broker_range: None,
-            });
-        };
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        let header = RequestHeader {
-            request_api_key: api_key,
-            request_api_version: version,
-            correlation_id,
-            client_id: Some(self.client_id.clone()),
-        };
-        let encode_error = |source| ClientError::Encode {
-            api,
+        let (frame, correlation_id, response_hv) = frame_request(
+            &addr,
+            api_key,
             version,
-            source,
-        };
-        let mut frame = BytesMut::with_capacity(
-            SIZE_PREFIX_BYTES + header.encoded_len(request_hv) + req.encoded_len(version),
-        );
-        frame.put_i32(0);
-        header
-            .encode(&mut frame, request_hv)
-            .map_err(encode_error)?;
-        req.encode(&mut frame, version).map_err(encode_error)?;
-        let size = i32::try_from(frame.len() - SIZE_PREFIX_BYTES).map_err(|_| {
-            ClientError::InvalidArgument {
-                reason: format!("{api} request of {} bytes is too large", frame.len()),
-            }
-        })?;
-        frame[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
+            &mut self.next_correlation_id,
+            &self.client_id,
+            req,
+        )?;
 
         // The stream is taken out while the request is in flight: if this future fails, times
         // out or is dropped, the connection stays broken.
@@ -423,6 +394,59 @@ impl Connection {
         self.stream = Some(stream);
         Ok(Some(body))
     }
+}
+
+/// Frames `req` as `api_key` v`version` for the wire (size prefix, request header, body),
+/// taking the next correlation id from `next_correlation_id`. Returns the frame, its
+/// correlation id and the header version of its response. An API or version without header
+/// versions is UnsupportedApi, and no correlation id is taken for it.
+pub(super) fn frame_request<Req: Message>(
+    addr: &str,
+    api_key: i16,
+    version: i16,
+    next_correlation_id: &mut i32,
+    client_id: &str,
+    req: &Req,
+) -> Result<(BytesMut, i32, i16), ClientError> {
+    let api = api_name(api_key);
+    let (Some(request_hv), Some(response_hv)) = (
+        request_header_version(api_key, version),
+        response_header_version(api_key, version),
+    ) else {
+        return Err(ClientError::UnsupportedApi {
+            addr: addr.to_owned(),
+            api,
+            broker_range: None,
+        });
+    };
+    let correlation_id = *next_correlation_id;
+    *next_correlation_id = next_correlation_id.wrapping_add(1);
+    let header = RequestHeader {
+        request_api_key: api_key,
+        request_api_version: version,
+        correlation_id,
+        client_id: Some(client_id.to_owned()),
+    };
+    let encode_error = |source| ClientError::Encode {
+        api,
+        version,
+        source,
+    };
+    let mut frame = BytesMut::with_capacity(
+        SIZE_PREFIX_BYTES + header.encoded_len(request_hv) + req.encoded_len(version),
+    );
+    frame.put_i32(0);
+    header
+        .encode(&mut frame, request_hv)
+        .map_err(encode_error)?;
+    req.encode(&mut frame, version).map_err(encode_error)?;
+    let size = i32::try_from(frame.len() - SIZE_PREFIX_BYTES).map_err(|_| {
+        ClientError::InvalidArgument {
+            reason: format!("{api} request of {} bytes is too large", frame.len()),
+        }
+    })?;
+    frame[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
+    Ok((frame, correlation_id, response_hv))
 }
 
 #[cfg(test)]

@@ -21,16 +21,15 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::sync::oneshot;
 
-use super::connection::{Connection, ConnectionLimits};
+use super::connection::{frame_request, Connection, ConnectionLimits};
 use super::error::{api_name, ClientError};
-use crate::protocol::header::{RequestHeader, ResponseHeader};
+use crate::protocol::header::ResponseHeader;
 use crate::protocol::message::Message;
 use crate::protocol::wire::Reader;
-use crate::protocol::{request_header_version, response_header_version};
 use crate::rt::net::{split, ReadHalf, ResponseWriter};
 use crate::rt::task::JoinHandle;
 
@@ -173,44 +172,14 @@ impl Pipeline {
         req: &Req,
         expect_response: bool,
     ) -> Result<Option<oneshot::Receiver<Reply>>, ClientError> {
-        let api = api_name(api_key);
-        let (Some(request_hv), Some(response_hv)) = (
-            request_header_version(api_key, version),
-            response_header_version(api_key, version),
-        ) else {
-            return Err(ClientError::UnsupportedApi {
-                addr: self.addr.clone(),
-                api,
-                broker_range: None,
-            });
-        };
-        let correlation_id = self.next_correlation_id;
-        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
-        let header = RequestHeader {
-            request_api_key: api_key,
-            request_api_version: version,
-            correlation_id,
-            client_id: Some(self.negotiated.client_id().to_owned()),
-        };
-        let encode_error = |source| ClientError::Encode {
-            api,
+        let (frame, correlation_id, response_hv) = frame_request(
+            &self.addr,
+            api_key,
             version,
-            source,
-        };
-        let mut frame = BytesMut::with_capacity(
-            SIZE_PREFIX_BYTES + header.encoded_len(request_hv) + req.encoded_len(version),
-        );
-        frame.put_i32(0);
-        header
-            .encode(&mut frame, request_hv)
-            .map_err(encode_error)?;
-        req.encode(&mut frame, version).map_err(encode_error)?;
-        let size = i32::try_from(frame.len() - SIZE_PREFIX_BYTES).map_err(|_| {
-            ClientError::InvalidArgument {
-                reason: format!("{api} request of {} bytes is too large", frame.len()),
-            }
-        })?;
-        frame[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
+            &mut self.next_correlation_id,
+            self.negotiated.client_id(),
+            req,
+        )?;
 
         let (tx, rx) = oneshot::channel();
         {

@@ -140,19 +140,25 @@ pub fn build_batch(
     }
     let mut builder = BatchBuilder::new(0).compression(compression);
     for record in records {
-        let headers: Vec<(&str, Option<&[u8]>)> = record
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_deref()))
-            .collect();
-        builder.push(
-            record.timestamp,
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &headers,
-        );
+        push_record(&mut builder, record);
     }
     Ok(builder.build().freeze())
+}
+
+/// Appends `record` to the batch `builder` is building.
+fn push_record(builder: &mut BatchBuilder, record: &ProducerRecord) {
+    // Collecting no headers does not allocate, so a record without headers costs nothing here.
+    let headers: Vec<(&str, Option<&[u8]>)> = record
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_deref()))
+        .collect();
+    builder.push(
+        record.timestamp,
+        record.key.as_deref(),
+        record.value.as_deref(),
+        &headers,
+    );
 }
 
 /// Builds a batch of `records` and produces it to `topic`-`partition`.
@@ -578,26 +584,7 @@ impl State {
         let delta = record.timestamp.saturating_sub(open.base_timestamp);
         let len = encoded_record_len(record, delta, open.records());
         if let Some(builder) = &mut open.builder {
-            if record.headers.is_empty() {
-                builder.push(
-                    record.timestamp,
-                    record.key.as_deref(),
-                    record.value.as_deref(),
-                    &[],
-                );
-            } else {
-                let headers: Vec<(&str, Option<&[u8]>)> = record
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_deref()))
-                    .collect();
-                builder.push(
-                    record.timestamp,
-                    record.key.as_deref(),
-                    record.value.as_deref(),
-                    &headers,
-                );
-            }
+            push_record(builder, record);
         }
         open.size += len;
         open.callbacks.push(Some(callback));

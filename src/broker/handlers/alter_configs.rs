@@ -71,7 +71,7 @@ pub async fn alter_resource(
 }
 
 /// The (type, name) pairs named more than once in a request.
-pub fn duplicates<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTreeSet<(i8, String)> {
+fn duplicates<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTreeSet<(i8, String)> {
     let mut seen = BTreeSet::new();
     resources
         .filter(|(t, n)| !seen.insert((*t, n.to_string())))
@@ -79,40 +79,37 @@ pub fn duplicates<'a>(resources: impl Iterator<Item = (i8, &'a str)>) -> BTreeSe
         .collect()
 }
 
-pub async fn handle(
+/// Alters each resource of an AlterConfigs or IncrementalAlterConfigs request, in order, and
+/// returns each with its response's error code and message. A resource named more than once
+/// in the request (`key` gives its type and name) is refused before anything else; otherwise
+/// `prepare` validates its configs and yields the change that [`alter_resource`] applies.
+pub async fn alter_each<R, C>(
     broker: &Arc<Broker>,
-    _version: i16,
-    request: AlterConfigsRequest,
-) -> AlterConfigsResponse {
-    let twice = duplicates(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
-    );
-    let mut responses = Vec::with_capacity(request.resources.len());
-    for resource in request.resources {
-        let outcome = if twice.contains(&(resource.resource_type, resource.resource_name.clone())) {
+    resources: Vec<R>,
+    key: impl Fn(&R) -> (i8, &str),
+    validate_only: bool,
+    prepare: impl Fn(&R) -> Result<C, Refusal>,
+) -> Vec<(R, i16, Option<String>)>
+where
+    C: FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
+{
+    let twice = duplicates(resources.iter().map(&key));
+    let mut answered = Vec::with_capacity(resources.len());
+    for resource in resources {
+        let (resource_type, resource_name) = key(&resource);
+        let outcome = if twice.contains(&(resource_type, resource_name.to_owned())) {
             Err((
                 ErrorCode::INVALID_REQUEST,
                 format!(
-                    "resource '{}' of type {} appears more than once in the request",
-                    resource.resource_name, resource.resource_type
+                    "resource '{resource_name}' of type {resource_type} appears more than once in the request"
                 ),
             ))
         } else {
-            new_configs(&resource.configs)
+            prepare(&resource)
         };
         let outcome = match outcome {
-            Ok(configs) => {
-                alter_resource(
-                    broker,
-                    resource.resource_type,
-                    &resource.resource_name,
-                    request.validate_only,
-                    move |_| configs,
-                )
-                .await
+            Ok(change) => {
+                alter_resource(broker, resource_type, resource_name, validate_only, change).await
             }
             Err(refusal) => Err(refusal),
         };
@@ -120,13 +117,38 @@ pub async fn handle(
             Ok(()) => (0, None),
             Err((code, message)) => (code.code(), Some(message)),
         };
-        responses.push(AlterConfigsResourceResponse {
-            error_code,
-            error_message,
-            resource_type: resource.resource_type,
-            resource_name: resource.resource_name,
-        });
+        answered.push((resource, error_code, error_message));
     }
+    answered
+}
+
+pub async fn handle(
+    broker: &Arc<Broker>,
+    _version: i16,
+    request: AlterConfigsRequest,
+) -> AlterConfigsResponse {
+    let answered = alter_each(
+        broker,
+        request.resources,
+        |r| (r.resource_type, r.resource_name.as_str()),
+        request.validate_only,
+        |r| {
+            let configs = new_configs(&r.configs)?;
+            Ok(move |_: &BTreeMap<String, String>| configs)
+        },
+    )
+    .await;
+    let responses = answered
+        .into_iter()
+        .map(
+            |(r, error_code, error_message)| AlterConfigsResourceResponse {
+                error_code,
+                error_message,
+                resource_type: r.resource_type,
+                resource_name: r.resource_name,
+            },
+        )
+        .collect();
     AlterConfigsResponse {
         throttle_time_ms: 0,
         responses,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use crate::broker::dynamic_config;
-use crate::broker::handlers::alter_configs::{alter_resource, duplicates, dynamic_error, Refusal};
+use crate::broker::handlers::alter_configs::{alter_each, dynamic_error, Refusal};
 use crate::broker::handlers::describe_configs::RESOURCE_BROKER;
 use crate::broker::Broker;
 use crate::protocol::error::ErrorCode;
@@ -143,54 +143,33 @@ pub async fn handle(
     _version: i16,
     request: IncrementalAlterConfigsRequest,
 ) -> IncrementalAlterConfigsResponse {
-    let twice = duplicates(
-        request
-            .resources
-            .iter()
-            .map(|r| (r.resource_type, r.resource_name.as_str())),
-    );
-    let mut responses = Vec::with_capacity(request.resources.len());
-    for resource in request.resources {
-        let ops = if twice.contains(&(resource.resource_type, resource.resource_name.clone())) {
-            Err((
-                ErrorCode::INVALID_REQUEST,
-                format!(
-                    "resource '{}' of type {} appears more than once in the request",
-                    resource.resource_name, resource.resource_type
-                ),
-            ))
-        } else if resource.resource_type == RESOURCE_BROKER {
-            // Every key named, DELETE included, must be one that may change dynamically.
-            dynamic_config::check_keys(resource.configs.iter().map(|c| &c.name))
-                .map_err(dynamic_error)
-                .and_then(|()| parse_ops(&resource.configs))
-        } else {
-            parse_ops(&resource.configs)
-        };
-        let outcome = match ops {
-            Ok(ops) => {
-                alter_resource(
-                    broker,
-                    resource.resource_type,
-                    &resource.resource_name,
-                    request.validate_only,
-                    move |current| apply(current, ops),
-                )
-                .await
+    let answered = alter_each(
+        broker,
+        request.resources,
+        |r| (r.resource_type, r.resource_name.as_str()),
+        request.validate_only,
+        |r| {
+            if r.resource_type == RESOURCE_BROKER {
+                // Every key named, DELETE included, must be one that may change dynamically.
+                dynamic_config::check_keys(r.configs.iter().map(|c| &c.name))
+                    .map_err(dynamic_error)?;
             }
-            Err(refusal) => Err(refusal),
-        };
-        let (error_code, error_message) = match outcome {
-            Ok(()) => (0, None),
-            Err((code, message)) => (code.code(), Some(message)),
-        };
-        responses.push(AlterConfigsResourceResponse {
-            error_code,
-            error_message,
-            resource_type: resource.resource_type,
-            resource_name: resource.resource_name,
-        });
-    }
+            let ops = parse_ops(&r.configs)?;
+            Ok(move |current: &BTreeMap<String, String>| apply(current, ops))
+        },
+    )
+    .await;
+    let responses = answered
+        .into_iter()
+        .map(
+            |(r, error_code, error_message)| AlterConfigsResourceResponse {
+                error_code,
+                error_message,
+                resource_type: r.resource_type,
+                resource_name: r.resource_name,
+            },
+        )
+        .collect();
     IncrementalAlterConfigsResponse {
         throttle_time_ms: 0,
         responses,
