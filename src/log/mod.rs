@@ -619,6 +619,29 @@ impl Log {
             record_batch::verify(&batch).map_err(LogError::InvalidBatch)?;
             headers.push(header);
         }
+        self.append_checked(records, headers).await
+    }
+
+    /// [`Log::append_unacknowledged`] for a batch the produce validator accepted: its CRC was
+    /// verified on these same (immutable) bytes, so only its header is parsed again, sparing
+    /// a second CRC pass over the batch on the produce path.
+    pub async fn append_validated_unacknowledged(
+        &self,
+        batch: &validator::ValidatedBatch,
+    ) -> Result<PendingAppend, LogError> {
+        let header =
+            record_batch::BatchHeader::parse(&batch.records).map_err(LogError::InvalidBatch)?;
+        self.append_checked(batch.records.clone(), vec![header])
+            .await
+    }
+
+    /// The rest of an append once every batch in `records` is known whole and CRC-valid, with
+    /// `headers` parsed from them in order.
+    async fn append_checked(
+        &self,
+        records: Bytes,
+        mut headers: Vec<record_batch::BatchHeader>,
+    ) -> Result<PendingAppend, LogError> {
         if headers.is_empty() {
             return Err(LogError::InvalidBatch(BatchError::Truncated {
                 needed: record_batch::BATCH_HEADER_LEN,

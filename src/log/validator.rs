@@ -223,16 +223,34 @@ pub fn validate_produce(
 pub fn validate_produce_bytes(
     records: Bytes,
     cfg: &ValidatorConfig<'_>,
-) -> Result<(Validated, Bytes), ValidationError> {
+) -> Result<(Validated, ValidatedBatch), ValidationError> {
     let validated = check_produce(&records, cfg)?;
     if !validated.rewritten {
-        return Ok((validated, records));
+        return Ok((validated, ValidatedBatch { records }));
     }
     let mut copy = records
         .try_into_mut()
         .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     stamp(&mut copy, &validated, cfg)?;
-    Ok((validated, copy.freeze()))
+    let records = copy.freeze();
+    Ok((validated, ValidatedBatch { records }))
+}
+
+/// One batch as [`validate_produce_bytes`] accepted (and stamped) it, ready to append. Only
+/// this module makes one, so [`crate::log::Log::append_validated_unacknowledged`] can skip
+/// the CRC pass [`crate::log::Log::append_unacknowledged`] makes: [`check_produce`] verified
+/// the CRC of these very bytes ([`stamp`] recomputed it), and `Bytes` cannot change.
+#[derive(Clone, Debug)]
+pub struct ValidatedBatch {
+    /// Exactly one whole magic-v2 batch with a correct CRC, nothing after it.
+    pub(super) records: Bytes,
+}
+
+impl ValidatedBatch {
+    /// The batch's bytes: a slice of the request frame unless it was stamped.
+    pub fn bytes(&self) -> &Bytes {
+        &self.records
+    }
 }
 
 /// The checks of [`validate_produce`] without its mutation: `records` is only read. When

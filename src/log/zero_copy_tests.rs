@@ -1,6 +1,7 @@
 //! Tests that appending a batch as a shared slice of a request frame (the produce path without
-//! a copy, `validator::validate_produce_bytes` then `Log::append`) stores exactly the bytes the
-//! old path stored: copy the batch, validate (and stamp) it in place, patch its base offset.
+//! a copy: `validator::validate_produce_bytes`, then `Log::append_validated_unacknowledged`)
+//! stores exactly the bytes the old path stored: copy the batch, validate (and stamp) it in
+//! place, patch its base offset.
 
 use super::*;
 use crate::log::validator::{self, ValidatorConfig};
@@ -58,11 +59,15 @@ async fn stored_by_new_path(batch: &[u8], timestamp_type: TimestampType, copied:
     let frame = Bytes::from(frame);
     for _ in 0..2 {
         let slice = frame.slice(13..13 + batch.len());
-        let (_, records) =
+        let (_, batch) =
             validator::validate_produce_bytes(slice.clone(), &cfg(timestamp_type)).expect("valid");
         // Only a batch whose header validation rewrites is copied.
-        assert_eq!(records.as_ptr() != slice.as_ptr(), copied);
-        log.append(records).await.expect("append");
+        assert_eq!(batch.bytes().as_ptr() != slice.as_ptr(), copied);
+        let pending = log
+            .append_validated_unacknowledged(&batch)
+            .await
+            .expect("append");
+        log.acknowledge(pending).await.expect("acknowledge");
     }
     // The frame around the batch is untouched.
     assert_eq!(&frame[..13], &[0xAB; 13]);

@@ -184,7 +184,7 @@ async fn append(
             "transactional batches are not supported yet".to_string(),
         ));
     }
-    match partition.append(records).await {
+    match partition.append(&records).await {
         Ok(pending) => {
             // A duplicate answers with the original's append time (stamped into its max
             // timestamp under LogAppendTime), not the one validation just stamped.
