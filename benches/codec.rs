@@ -146,7 +146,8 @@ fn bench_validate(c: &mut Criterion) {
     let mut records = one_batch();
     let len = records.len();
     let cfg = ValidatorConfig {
-        topic_partition: "bench-0",
+        topic: "bench",
+        partition: 0,
         produce_version: 9,
         max_message_bytes: 2 << 20,
         timestamp_type: TimestampType::CreateTime,

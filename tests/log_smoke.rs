@@ -110,3 +110,57 @@ async fn page_cache_mode_acknowledges_before_sync() {
         "flush.messages reached: synced"
     );
 }
+
+/// A vectored write on a real file stores the parts concatenated, at the position given,
+/// across more parts than one `pwritev` takes and with empty parts among them.
+#[tokio::test]
+async fn vectored_write_stores_the_parts_concatenated() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk::real(dir.path()).unwrap();
+    let file = disk
+        .open("v", samsa::rt::disk::OpenMode::Truncate)
+        .await
+        .unwrap();
+    file.write_at(0, &[9u8; 5]).await.unwrap();
+    let owned: Vec<Vec<u8>> = (0..300usize)
+        .map(|i| vec![(i % 251) as u8; (i * 7) % 23])
+        .collect();
+    let parts: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();
+    file.write_vectored_at(5, &parts).await.unwrap();
+    let mut expected = vec![9u8; 5];
+    expected.extend(parts.concat());
+    assert_eq!(disk.read_file("v").await.unwrap().to_vec(), expected);
+}
+
+/// Several batches in one append each get their base offset on the way to the file, and the
+/// rest of their bytes is stored as given.
+#[tokio::test]
+async fn multi_batch_append_assigns_each_base_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Disk::real(dir.path()).unwrap();
+    let (log, _) = Log::open(disk.clone(), "t-0", LogConfig::default(), Clock::new())
+        .await
+        .unwrap();
+    let mut records = Vec::new();
+    for tag in 0..40u8 {
+        records.extend_from_slice(&batch(3, tag));
+    }
+    let records = bytes::Bytes::from(records);
+    let info = log.append(records.clone()).await.unwrap();
+    assert_eq!((info.base_offset, info.last_offset), (0, 119));
+    let stored = disk
+        .read_file("t-0/00000000000000000000.log")
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), records.len());
+    let mut position = 0;
+    for (i, item) in record_batch::batches(stored.clone()).enumerate() {
+        let (header, _) = item.unwrap();
+        assert_eq!(header.base_offset, i as i64 * 3);
+        let end = position + header.total_len();
+        // Only the base offset (bytes 0..8) differs from what was appended.
+        assert_eq!(stored[position + 8..end], records[position + 8..end]);
+        position = end;
+    }
+    assert_eq!(position, stored.len());
+}

@@ -71,7 +71,8 @@ fn one_mib_batch(codec: Compression) -> Vec<u8> {
 
 fn cfg() -> ValidatorConfig<'static> {
     ValidatorConfig {
-        topic_partition: "alloc-0",
+        topic: "alloc",
+        partition: 0,
         produce_version: 9,
         max_message_bytes: 4 << 20,
         timestamp_type: TimestampType::CreateTime,

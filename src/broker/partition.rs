@@ -16,6 +16,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use crate::broker::config::TopicConfig;
+use crate::log::validator::ValidatedBatch;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
     RetentionOutcome, RetentionPolicy,
@@ -234,13 +235,14 @@ impl Partition {
         }
     }
 
-    /// Appends validated batches (offsets assigned in place) without waiting for the flush
-    /// policy; [`Partition::acknowledge`] completes it. Callers append in request order.
-    pub async fn append(&self, records: Bytes) -> Result<PendingAppend, PartitionError> {
+    /// Appends a batch the produce validator accepted (its offsets assigned as it is written)
+    /// without waiting for the flush policy; [`Partition::acknowledge`] completes it. Callers
+    /// append in request order.
+    pub async fn append(&self, batch: &ValidatedBatch) -> Result<PendingAppend, PartitionError> {
         self.check_live()?;
         let pending = self
             .log
-            .append_unacknowledged(records)
+            .append_validated_unacknowledged(batch)
             .await
             .map_err(|e| self.log_error(e))?;
         // The log's flush policy, not the (possibly altered) topic config's: the two must

@@ -27,6 +27,9 @@
 //! type are set in place and the CRC recomputed, to `now` under LogAppendTime, and to the
 //! largest record timestamp under CreateTime when the producer's header disagrees. Nothing else
 //! is touched: the records are never re-encoded, a compressed batch is stored as it came.
+//! The checks ([`check_produce`]) read only; the mutation is a separate step ([`stamp`]), so a
+//! batch that needs none (CreateTime with a consistent header, what clients send) is appended
+//! as the request frame's own bytes, never copied ([`validate_produce_bytes`]).
 //!
 //! Where Samsa differs from Kafka, deliberately (each because Samsa never re-encodes, or to
 //! refuse what Kafka would mishandle):
@@ -53,6 +56,8 @@
 //! panics on any input.
 
 use std::fmt;
+
+use bytes::{Bytes, BytesMut};
 
 use crate::protocol::compression::{self, CompressionError};
 use crate::protocol::error::ErrorCode;
@@ -92,8 +97,10 @@ const COMPRESSION_MASK: i16 = 0x07;
 /// The settings of one validation: the topic's configs, the request's version and the time.
 #[derive(Clone, Debug)]
 pub struct ValidatorConfig<'a> {
-    /// Named in messages as Kafka names it, `topic-partition`.
-    pub topic_partition: &'a str,
+    /// The topic, named in messages with the partition as Kafka names them, `topic-partition`
+    /// (formatted only when a message is built, not for every batch).
+    pub topic: &'a str,
+    pub partition: i32,
     /// The Produce request's version (3 or later; zstd needs 7).
     pub produce_version: i16,
     /// `max.message.bytes`: the largest batch accepted, counting its 12-byte log overhead.
@@ -131,9 +138,32 @@ pub struct Validated {
     pub producer_epoch: i16,
     pub base_sequence: i32,
     pub is_transactional: bool,
-    /// Whether the header's `maxTimestamp` and timestamp type were rewritten (and the CRC
-    /// with them).
+    /// Whether the header's `maxTimestamp` and timestamp type differ from `max_timestamp` and
+    /// the topic's type, so that [`stamp`] must rewrite them (and the CRC with them) before the
+    /// batch is stored. [`validate_produce`] has already done so when it returns.
     pub rewritten: bool,
+}
+
+impl<'a> ValidatorConfig<'a> {
+    fn topic_partition(&self) -> TopicPartition<'a> {
+        TopicPartition {
+            topic: self.topic,
+            partition: self.partition,
+        }
+    }
+}
+
+/// `topic-partition` for messages, formatted only when one is built.
+#[derive(Clone, Copy, Debug)]
+struct TopicPartition<'a> {
+    topic: &'a str,
+    partition: i32,
+}
+
+impl fmt::Display for TopicPartition<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
 }
 
 /// One rejected record (KIP-467): its index in the batch and why.
@@ -177,7 +207,59 @@ pub fn validate_produce(
     records: &mut [u8],
     cfg: &ValidatorConfig<'_>,
 ) -> Result<Validated, ValidationError> {
-    let tp = cfg.topic_partition;
+    let validated = check_produce(records, cfg)?;
+    stamp(records, &validated, cfg)?;
+    Ok(validated)
+}
+
+/// [`validate_produce`] on a shared buffer (a slice of the request frame): returns the bytes
+/// to append. They are `records` itself, uncopied, unless the batch's header must be rewritten
+/// ([`Validated::rewritten`]: always under LogAppendTime, under CreateTime only when the
+/// producer's `maxTimestamp` is wrong); only then is the batch copied and stamped.
+///
+/// Appending the uncopied slice is safe because the log changes only the base offset (bytes
+/// 0..8), which lies outside the CRC: the CRC covers the attributes (byte 21) onwards. The bytes
+/// stored are therefore exactly those a copy would have held.
+pub fn validate_produce_bytes(
+    records: Bytes,
+    cfg: &ValidatorConfig<'_>,
+) -> Result<(Validated, ValidatedBatch), ValidationError> {
+    let validated = check_produce(&records, cfg)?;
+    if !validated.rewritten {
+        return Ok((validated, ValidatedBatch { records }));
+    }
+    let mut copy = records
+        .try_into_mut()
+        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
+    stamp(&mut copy, &validated, cfg)?;
+    let records = copy.freeze();
+    Ok((validated, ValidatedBatch { records }))
+}
+
+/// One batch as [`validate_produce_bytes`] accepted (and stamped) it, ready to append. Only
+/// this module makes one, so [`crate::log::Log::append_validated_unacknowledged`] can skip
+/// the CRC pass [`crate::log::Log::append_unacknowledged`] makes: [`check_produce`] verified
+/// the CRC of these very bytes ([`stamp`] recomputed it), and `Bytes` cannot change.
+#[derive(Clone, Debug)]
+pub struct ValidatedBatch {
+    /// Exactly one whole magic-v2 batch with a correct CRC, nothing after it.
+    pub(super) records: Bytes,
+}
+
+impl ValidatedBatch {
+    /// The batch's bytes: a slice of the request frame unless it was stamped.
+    pub fn bytes(&self) -> &Bytes {
+        &self.records
+    }
+}
+
+/// The checks of [`validate_produce`] without its mutation: `records` is only read. When
+/// [`Validated::rewritten`] is set, [`stamp`] must follow before the batch is stored.
+pub fn check_produce(
+    records: &[u8],
+    cfg: &ValidatorConfig<'_>,
+) -> Result<Validated, ValidationError> {
+    let tp = cfg.topic_partition();
     let version = cfg.produce_version;
     let invalid = |message: String| Err(ValidationError::new(ErrorCode::INVALID_RECORD, message));
 
@@ -325,16 +407,6 @@ pub fn validate_produce(
     };
     let rewritten =
         header.max_timestamp != max_timestamp || header.timestamp_type() != timestamp_type;
-    if rewritten {
-        // The CRC was checked above and nothing has changed since, so this cannot fail; the
-        // error path exists only to keep a failure from passing silently.
-        record_batch::set_max_timestamp(records, timestamp_type, max_timestamp).map_err(|err| {
-            ValidationError::new(
-                ErrorCode::CORRUPT_MESSAGE,
-                format!("Record batch for {tp}: {err}"),
-            )
-        })?;
-    }
     Ok(Validated {
         bytes: total,
         record_count: u64::try_from(count).unwrap_or(0),
@@ -358,6 +430,34 @@ pub fn validate_produce(
     })
 }
 
+/// The mutation of [`validate_produce`], after [`check_produce`] accepted `records`: when
+/// [`Validated::rewritten`], sets the header's `maxTimestamp` and timestamp type (LogAppendTime
+/// exactly when [`Validated::log_append_time_ms`] is set) and recomputes the CRC; otherwise
+/// leaves the bytes alone.
+pub fn stamp(
+    records: &mut [u8],
+    validated: &Validated,
+    cfg: &ValidatorConfig<'_>,
+) -> Result<(), ValidationError> {
+    if !validated.rewritten {
+        return Ok(());
+    }
+    let timestamp_type = match validated.log_append_time_ms {
+        Some(_) => TimestampType::LogAppendTime,
+        None => TimestampType::CreateTime,
+    };
+    // The CRC was checked by check_produce on these same bytes, so this cannot fail; the error
+    // path exists only to keep a failure (say, other bytes passed in) from passing silently.
+    record_batch::set_max_timestamp(records, timestamp_type, validated.max_timestamp).map_err(
+        |err| {
+            ValidationError::new(
+                ErrorCode::CORRUPT_MESSAGE,
+                format!("Record batch for {}: {err}", cfg.topic_partition()),
+            )
+        },
+    )
+}
+
 /// What the record walk found in a batch that passed it.
 struct RecordsOutcome {
     max_timestamp: i64,
@@ -371,7 +471,7 @@ fn check_records(
     header: &BatchHeader,
     cfg: &ValidatorConfig<'_>,
 ) -> Result<RecordsOutcome, ValidationError> {
-    let tp = cfg.topic_partition;
+    let tp = cfg.topic_partition();
     let check_create_time = cfg.timestamp_type == TimestampType::CreateTime;
     let producer_log_append_time = header.timestamp_type() == TimestampType::LogAppendTime;
     // The largest record timestamp and the first record holding it. Kafka starts it at -1
@@ -578,7 +678,7 @@ fn read_u32(buf: &[u8], at: usize) -> u32 {
 }
 
 /// Maps a header that passed the CRC but not [`BatchHeader::parse`].
-fn header_error(err: BatchError, tp: &str) -> ValidationError {
+fn header_error(err: BatchError, tp: TopicPartition<'_>) -> ValidationError {
     let code = match err {
         BatchError::BatchTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
         BatchError::Truncated { .. } | BatchError::InvalidBatchLength(_) => {
@@ -589,7 +689,7 @@ fn header_error(err: BatchError, tp: &str) -> ValidationError {
     ValidationError::new(code, format!("Record batch for {tp}: {err}"))
 }
 
-fn decompression_error(err: CompressionError, tp: &str) -> ValidationError {
+fn decompression_error(err: CompressionError, tp: TopicPartition<'_>) -> ValidationError {
     let code = match err {
         CompressionError::OutputTooLarge { .. } => ErrorCode::MESSAGE_TOO_LARGE,
         CompressionError::Corrupt { .. } | CompressionError::CompressFailed { .. } => {
@@ -609,7 +709,8 @@ mod tests {
 
     fn cfg() -> ValidatorConfig<'static> {
         ValidatorConfig {
-            topic_partition: "orders-3",
+            topic: "orders",
+            partition: 3,
             produce_version: 9,
             max_message_bytes: 1 << 20,
             timestamp_type: TimestampType::CreateTime,

@@ -69,6 +69,10 @@ pub const VARINT_LEN_MAX: usize = 5;
 /// The longest legal encoding of a 64-bit varlong.
 pub const VARLONG_LEN_MAX: usize = 10;
 
+/// The length of `baseOffset`, the batch's first field (bytes 0..8). It lies outside the CRC,
+/// so the log may write a batch as a new base offset followed by the rest of its bytes.
+pub const BASE_OFFSET_LEN: usize = 8;
+
 // Where each header field starts within a batch.
 const BASE_OFFSET_AT: usize = 0;
 const BATCH_LENGTH_AT: usize = 8;

@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::broker::handlers::{encode_response, partition_error_code, Reply};
 use crate::broker::partition::Partition;
@@ -136,17 +136,15 @@ async fn append(
             "the partition's record set is empty or null".to_string(),
         ));
     };
-    // Validation may stamp LogAppendTime into the batch, so it needs the bytes to itself; a
-    // slice of the request frame is shared, and copying one batch costs about a memcpy.
-    let mut buf = records
-        .try_into_mut()
-        .unwrap_or_else(|shared| BytesMut::from(&shared[..]));
     let config = partition.config();
-    let topic_partition = format!("{}-{}", partition.topic, partition.index);
-    let validated = validator::validate_produce(
-        &mut buf,
+    // The batch stays a slice of the request frame unless validation must stamp its header
+    // (LogAppendTime, or a wrong CreateTime maxTimestamp): the log changes only the base
+    // offset, which lies outside the CRC, so it needs no copy of its own.
+    let validated = validator::validate_produce_bytes(
+        records,
         &ValidatorConfig {
-            topic_partition: &topic_partition,
+            topic: &partition.topic,
+            partition: partition.index,
             produce_version: version,
             max_message_bytes: config.max_message_bytes,
             timestamp_type: config.message_timestamp_type,
@@ -157,10 +155,15 @@ async fn append(
             decompressed_bytes_max: record_batch::DECOMPRESSED_BATCH_BYTES_MAX,
         },
     );
-    let validated = match validated {
+    let (validated, records) = match validated {
         Ok(validated) => validated,
         Err(e) => {
-            tracing::debug!(%topic_partition, error = %e, "produce refused by validation");
+            tracing::debug!(
+                topic = %partition.topic,
+                partition = partition.index,
+                error = %e,
+                "produce refused by validation"
+            );
             return Started::Failed(Failure {
                 code: e.code,
                 message: Some(e.message),
@@ -181,7 +184,7 @@ async fn append(
             "transactional batches are not supported yet".to_string(),
         ));
     }
-    match partition.append(buf.freeze()).await {
+    match partition.append(&records).await {
         Ok(pending) => {
             // A duplicate answers with the original's append time (stamped into its max
             // timestamp under LogAppendTime), not the one validation just stamped.

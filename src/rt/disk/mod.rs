@@ -282,6 +282,17 @@ impl File {
         }
     }
 
+    /// Writes `parts`, concatenated, at `pos` as one write (`pwritev` on a real file, one
+    /// write for a simulated crash to tear), extending the file if needed. Lets a caller store
+    /// a patched header followed by a shared buffer without copying the buffer. Not durable
+    /// until [`File::sync`].
+    pub async fn write_vectored_at(&self, pos: u64, parts: &[&[u8]]) -> io::Result<()> {
+        match &self.kind {
+            FileKind::Real(f) => f.write_vectored_at(pos, parts),
+            FileKind::Mem(f) => f.write_at(pos, &parts.concat()).await,
+        }
+    }
+
     /// Makes every completed write to this file durable (`fdatasync`).
     pub async fn sync(&self) -> io::Result<()> {
         match &self.kind {

@@ -152,6 +152,10 @@ impl RealDisk {
     }
 }
 
+/// The most buffers one `pwritev` is given; a longer list takes several calls. Linux's
+/// `IOV_MAX` is 1024; appends write two parts per batch, rarely more than a few batches.
+const WRITE_IOVECS_MAX: usize = 64;
+
 impl RealFile {
     pub(super) fn read_at(&self, pos: u64, len: usize) -> io::Result<Bytes> {
         let mut buf = BytesMut::zeroed(len);
@@ -169,6 +173,75 @@ impl RealFile {
 
     pub(super) fn write_at(&self, pos: u64, data: &[u8]) -> io::Result<()> {
         self.file.write_all_at(data, pos)
+    }
+
+    /// `pwritev` until every byte of `parts` is written, resuming after a short write.
+    pub(super) fn write_vectored_at(&self, mut pos: u64, parts: &[&[u8]]) -> io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        // The first part not yet wholly written, and how much of it was.
+        let mut part = 0;
+        let mut skip = 0;
+        while let Some(first) = parts.get(part) {
+            let first = first.get(skip..).unwrap_or(&[]);
+            if first.is_empty() {
+                part += 1;
+                skip = 0;
+                continue;
+            }
+            let mut iov = [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; WRITE_IOVECS_MAX];
+            let mut count = 0;
+            for (slot, data) in iov
+                .iter_mut()
+                .zip(std::iter::once(first).chain(parts.iter().skip(part + 1).copied()))
+            {
+                // pwritev only reads through the pointer; the cast is what iovec's type asks.
+                *slot = libc::iovec {
+                    iov_base: data.as_ptr() as *mut libc::c_void,
+                    iov_len: data.len(),
+                };
+                count += 1;
+            }
+            let offset = libc::off_t::try_from(pos).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "write position beyond off_t")
+            })?;
+            // SAFETY: the first `count` iovecs point into slices borrowed for this call, with
+            // their true lengths; `count` is at most WRITE_IOVECS_MAX, below IOV_MAX.
+            let rc = unsafe {
+                libc::pwritev(
+                    self.file.as_raw_fd(),
+                    iov.as_ptr(),
+                    count as libc::c_int,
+                    offset,
+                )
+            };
+            let mut written = match usize::try_from(rc) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => n,
+                Err(_) => {
+                    let err = io::Error::last_os_error();
+                    if err.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(err);
+                }
+            };
+            pos += written as u64;
+            // Step past what was written: whole parts, then into a part on a short write.
+            while let Some(data) = parts.get(part) {
+                let left = data.len().saturating_sub(skip);
+                if written < left {
+                    skip += written;
+                    break;
+                }
+                written -= left;
+                part += 1;
+                skip = 0;
+            }
+        }
+        Ok(())
     }
 
     pub(super) async fn sync(&self) -> io::Result<()> {
