@@ -37,7 +37,7 @@ common options:
   --json                         print the summary as one JSON object
 produce options:
   --throughput R                 records per second, -1 for unlimited (default -1)
-  --acks A                       -1 (all), 0 or 1 (default -1)
+  --acks A                       all (or -1), 0 or 1 (default all)
   --linger-ms MS                 (default 5)
   --batch-size BYTES             (default 16384)
   --buffer-memory BYTES          (default 33554432)
@@ -202,7 +202,9 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
             ("--throughput", true) => {
                 options.throughput = value.parse().map_err(|_| number("rate"))?
             }
-            ("--acks", true) => options.acks = value.parse().map_err(|_| number("acks"))?,
+            ("--acks", true) => {
+                options.acks = super::produce::parse_acks(value).map_err(|e| e.to_string())?
+            }
             ("--linger-ms", true) => {
                 options.linger_ms = value.parse().map_err(|_| number("duration"))?
             }
@@ -610,7 +612,7 @@ mod tests {
     #[test]
     fn cli_perf_parses_options_and_refuses_bad_ones() {
         let o = parse_options(
-            &args("--topic t --num-records 10 --record-size 100 --throughput 10000 --acks 1 --compression lz4 --partitions 3 --json"),
+            &args("--topic t --num-records 10 --record-size 100 --throughput 10000 --acks all --compression lz4 --partitions 3 --json"),
             true,
         );
         let o = o.unwrap_or_else(|e| panic!("{e}"));
@@ -624,7 +626,7 @@ mod tests {
                 o.partitions,
                 o.json
             ),
-            (10, 100, 10_000, 1, Compression::Lz4, Some(3), true)
+            (10, 100, 10_000, -1, Compression::Lz4, Some(3), true)
         );
         assert!(parse_options(&args("--topic t --num-records 10"), true)
             .unwrap_err()
