@@ -459,7 +459,9 @@ fn session_topics(session: &Session) -> Vec<FetchTopic> {
     topics
 }
 
-#[cfg(test)]
+// These tests use tokio time and randomness outside a simulated node; the sim build runs
+// the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
 mod tests {
     use super::*;
     use crate::protocol::fetch::ForgottenTopic;

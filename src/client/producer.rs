@@ -1578,7 +1578,9 @@ fn apply_results(shared: &Arc<Shared>, results: Vec<(Sent, BatchOutcome)>) {
     shared.run_completions(completions);
 }
 
-#[cfg(test)]
+// These tests use tokio time and randomness outside a simulated node; the sim build runs
+// the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
 mod tests {
     use super::*;
     use crate::client::records::ConsumedRecords;

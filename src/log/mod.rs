@@ -38,11 +38,13 @@ mod index;
 pub mod producer_snapshot;
 pub mod producer_state;
 mod recovery;
-#[cfg(test)]
+// Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
 mod retention_tests;
 pub mod segment;
 pub mod validator;
-#[cfg(test)]
+// Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
 mod zero_copy_tests;
 
 pub use recovery::RecoveryReport;
