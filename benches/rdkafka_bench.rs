@@ -140,6 +140,18 @@ mod real {
     }
 
     fn producer(bootstrap: &str, linger_ms: &str, keep_latency: bool) -> BaseProducer<Counting> {
+        producer_with(bootstrap, linger_ms, keep_latency, false)
+    }
+
+    /// `nagle_disable`: librdkafka leaves Nagle's algorithm on by default
+    /// (`socket.nagle.disable=false`), unlike the Java client, which sets TCP_NODELAY; the
+    /// latency phase runs both ways so the client's own delay can be told from the broker's.
+    fn producer_with(
+        bootstrap: &str,
+        linger_ms: &str,
+        keep_latency: bool,
+        nagle_disable: bool,
+    ) -> BaseProducer<Counting> {
         ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("broker.address.family", "v4")
@@ -147,6 +159,10 @@ mod real {
             .set("enable.idempotence", "false")
             .set("linger.ms", linger_ms)
             .set("message.timeout.ms", "120000")
+            .set(
+                "socket.nagle.disable",
+                if nagle_disable { "true" } else { "false" },
+            )
             .create_with_context(Counting::new(keep_latency))
             .expect("create the producer")
     }
@@ -453,48 +469,40 @@ mod real {
         let stored: u64 = walk_size(&data_dir);
         row("data stored", stored as f64 / 1e9, "GB", "~1");
 
-        // Latency at a fixed 10,000 records/s, linger.ms=0, one partition.
+        // Latency at a fixed 10,000 records/s, linger.ms=0, one partition: with librdkafka's
+        // defaults, then with Nagle's algorithm off (as the Java client and `samsa perf` run).
         create_topic(&bootstrap, "bench-latency", 1);
-        let p = producer(&bootstrap, "0", true);
-        produce(
-            &p,
-            "bench-latency",
-            sizes.latency_records,
-            100,
-            Some(10_000),
-        );
-        let mut lat = p
-            .context()
-            .latencies_ns
-            .lock()
-            .map(|l| l.clone())
-            .unwrap_or_default();
-        drop(p);
-        lat.sort_unstable();
-        row(
-            "latency p50 at 10k records/s, linger 0",
-            percentile(&lat, 0.50),
-            "ms",
-            "",
-        );
-        row(
-            "latency p99 at 10k records/s, linger 0",
-            percentile(&lat, 0.99),
-            "ms",
-            "<= 2",
-        );
-        row(
-            "latency p99.9 at 10k records/s, linger 0",
-            percentile(&lat, 0.999),
-            "ms",
-            "",
-        );
-        row(
-            "latency max at 10k records/s, linger 0",
-            percentile(&lat, 1.0),
-            "ms",
-            "",
-        );
+        for (nagle_disable, label) in [(false, ""), (true, ", nagle off")] {
+            let p = producer_with(&bootstrap, "0", true, nagle_disable);
+            produce(
+                &p,
+                "bench-latency",
+                sizes.latency_records,
+                100,
+                Some(10_000),
+            );
+            let mut lat = p
+                .context()
+                .latencies_ns
+                .lock()
+                .map(|l| l.clone())
+                .unwrap_or_default();
+            drop(p);
+            lat.sort_unstable();
+            for (name, q, goal) in [
+                ("p50", 0.50, ""),
+                ("p99", 0.99, "<= 2"),
+                ("p99.9", 0.999, ""),
+                ("max", 1.0, ""),
+            ] {
+                row(
+                    &format!("latency {name} at 10k records/s, linger 0{label}"),
+                    percentile(&lat, q),
+                    "ms",
+                    goal,
+                );
+            }
+        }
 
         // The same broker through the Rust client: `samsa perf` (its JSON summary).
         let perf = |args: &[&str]| -> String {
@@ -533,6 +541,25 @@ mod real {
         println!(
             "samsa perf consume: {}",
             perf(&["consume", "--topic", "bench-100", "--num-records", &n])
+        );
+        let latency_n = sizes.latency_records.to_string();
+        println!(
+            "samsa perf produce at 10k records/s, linger 0 (idempotent): {}",
+            perf(&[
+                "produce",
+                "--topic",
+                "bench-perf-latency",
+                "--partitions",
+                "1",
+                "--num-records",
+                &latency_n,
+                "--record-size",
+                "100",
+                "--throughput",
+                "10000",
+                "--linger-ms",
+                "0",
+            ])
         );
 
         broker.assert_alive("the benchmark");
