@@ -521,9 +521,6 @@ impl Log {
         )
         .await?;
         producers.remove_expired(clock.now_ms(), config.producer_id_expiration_ms);
-        // A deletion cut short by a crash may have left snapshots below the start, next to
-        // the segments recovery just removed; they go the same way (the newest stays).
-        producer_snapshot::remove_below(&disk, dir, log_start_offset).await?;
         let now = time::now();
         let state = State {
             log_start_offset,

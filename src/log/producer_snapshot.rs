@@ -5,10 +5,12 @@
 //! `producer_state.rs`; our own, CRC-32C checked). The log writes one at every segment roll
 //! (named after the new segment's base offset) and at a clean close (the log end).
 //!
-//! Rebuild ([`load`]): snapshots above the log end are removed first (they describe batches a
-//! crash or a truncation took away), durably, so a stale one can never be matched with new
-//! batches at the same offsets. Then the newest snapshot that decodes is loaded (a damaged one
-//! is removed with a warning and the next older tried), and the batch headers from its offset
+//! Rebuild ([`load`]): snapshots above the log end (they describe batches a crash or a
+//! truncation took away) are removed durably before the log takes any append, so a stale one
+//! can never be matched with new batches at the same offsets; so are damaged ones and, as in
+//! [`remove_below`], those below the log start but the newest. The newest snapshot that decodes
+//! is loaded (a damaged one is removed with a warning and the next older tried), and the batch
+//! headers from its offset
 //! (or the log start, whichever is later) to the log end are replayed. Without any usable
 //! snapshot the whole log is replayed. Expired producers are dropped after the rebuild.
 //!
@@ -80,16 +82,6 @@ async fn remove(disk: &Disk, dir: &str, offsets: &[i64]) -> Result<(), LogError>
         .map_err(|e| LogError::io("sync directory", dir, e))
 }
 
-/// Removes (durably) every snapshot above `offset`.
-pub async fn remove_above(disk: &Disk, dir: &str, offset: i64) -> Result<(), LogError> {
-    let doomed: Vec<i64> = list(disk, dir)
-        .await?
-        .into_iter()
-        .filter(|o| *o > offset)
-        .collect();
-    remove(disk, dir, &doomed).await
-}
-
 /// Removes every snapshot below `log_start_offset` except the newest snapshot overall, which
 /// still carries the state of producers whose batches are gone (retention keeps producer state
 /// until it expires, as Kafka does since KIP-360). Returns how many were removed.
@@ -116,10 +108,15 @@ pub async fn load(
     log_start_offset: i64,
     log_end_offset: i64,
 ) -> Result<ProducerStateMap, LogError> {
-    remove_above(disk, dir, log_end_offset).await?;
+    // One listing serves every removal below, and one directory sync makes them durable
+    // before the log takes any append.
+    let (mut doomed, kept): (Vec<i64>, Vec<i64>) = list(disk, dir)
+        .await?
+        .into_iter()
+        .partition(|o| *o > log_end_offset);
     let mut map = None;
-    let mut damaged = Vec::new();
-    for offset in list(disk, dir).await?.into_iter().rev() {
+    let mut usable = kept.len();
+    for &offset in kept.iter().rev() {
         let path = join(dir, &snapshot_name(offset));
         match read_snapshot(disk, &path, offset).await {
             Ok(loaded) => {
@@ -128,11 +125,22 @@ pub async fn load(
             }
             Err(why) => {
                 tracing::warn!(%path, why, "unusable producer snapshot; removing it and rebuilding from the log");
-                damaged.push(offset);
+                doomed.push(offset);
+                usable -= 1;
             }
         }
     }
-    remove(disk, dir, &damaged).await?;
+    // A deletion cut short by a crash may have left snapshots below the start, next to the
+    // segments recovery removed; they go as in `remove_below`, keeping the newest remaining.
+    let remaining = kept.get(..usable).unwrap_or_default();
+    let newest = remaining.last().copied();
+    doomed.extend(
+        remaining
+            .iter()
+            .copied()
+            .filter(|o| *o < log_start_offset && Some(*o) != newest),
+    );
+    remove(disk, dir, &doomed).await?;
     let mut map = map.unwrap_or_else(|| ProducerStateMap::new(log_start_offset));
     let from = map.end_offset().max(log_start_offset);
     map.advance_to(from);
