@@ -18,6 +18,7 @@
 
 use crate::harness::Recorder;
 use crate::node::TOPIC;
+use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::Rng;
 use samsa::client::{Client, ClientConfig, FetchOptions};
@@ -97,13 +98,14 @@ impl Workload {
         }
     }
 
-    async fn produce(&mut self, client: &mut Client, seq: &mut u32) {
+    /// The next 1..=RECORDS_PER_APPEND_MAX values of this process (from `*seq`, which moves
+    /// past them), keyed by the process, in one batch from `builder`.
+    fn next_batch(&mut self, seq: &mut u32, mut builder: BatchBuilder) -> (Vec<Value>, Bytes) {
         let count = self.rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
         let values: Vec<Value> = (0..count)
             .map(|i| Value::new(self.process, *seq + i))
             .collect();
         *seq += count;
-        let mut builder = BatchBuilder::new(0);
         let now_ms = self.clock.now_ms();
         for v in &values {
             builder.push(
@@ -113,7 +115,11 @@ impl Workload {
                 &[],
             );
         }
-        let batch = builder.build().freeze();
+        (values, builder.build().freeze())
+    }
+
+    async fn produce(&mut self, client: &mut Client, seq: &mut u32) {
+        let (values, batch) = self.next_batch(seq, BatchBuilder::new(0));
         let op = self
             .recorder
             .invoke(u64::from(self.process), Op::Append { values });
@@ -155,26 +161,15 @@ impl Workload {
                 }
             },
         };
-        let count = self.rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
-        let values: Vec<Value> = (0..count)
-            .map(|i| Value::new(self.process, *seq + i))
-            .collect();
-        *seq += count;
-        let mut builder = BatchBuilder::new(0).producer(
-            identity.producer_id,
-            identity.epoch,
-            identity.next_sequence,
+        let (values, batch) = self.next_batch(
+            seq,
+            BatchBuilder::new(0).producer(
+                identity.producer_id,
+                identity.epoch,
+                identity.next_sequence,
+            ),
         );
-        let now_ms = self.clock.now_ms();
-        for v in &values {
-            builder.push(
-                now_ms,
-                Some(&self.process.to_be_bytes()),
-                Some(&v.0.to_be_bytes()),
-                &[],
-            );
-        }
-        let batch = builder.build().freeze();
+        let count = values.len();
         let op = self
             .recorder
             .invoke(u64::from(self.process), Op::Append { values });
