@@ -123,6 +123,17 @@ class Read:
         self.timestamp_ms = timestamp_ms
 
 
+def take_read(read, pending, end_offsets, partition, m):
+    """Records one fetched message `m` of kafka-python or aiokafka (the same ConsumerRecord
+    shape) in `read`, and drops `partition` from `pending` once its end offset is reached."""
+    if m.timestamp_type != 0:
+        raise AssertionError(f"partition {partition} offset {m.offset}: "
+                             f"timestamp type {m.timestamp_type}, not CreateTime")
+    read[partition].append(Read(partition, m.offset, m.key, m.value, m.headers, m.timestamp))
+    if m.offset + 1 >= end_offsets[partition]:
+        pending.discard(partition)
+
+
 class CodecResult:
     def __init__(self, codec):
         self.codec = codec

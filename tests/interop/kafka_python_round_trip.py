@@ -61,13 +61,7 @@ def read_back(consumer, topic):
     while pending and time.monotonic() < deadline:
         for tp, msgs in consumer.poll(timeout_ms=1000).items():
             for m in msgs:
-                if m.timestamp_type != 0:
-                    raise AssertionError(f"partition {tp.partition} offset {m.offset}: "
-                                         f"timestamp type {m.timestamp_type}, not CreateTime")
-                read[tp.partition].append(ic.Read(tp.partition, m.offset, m.key, m.value,
-                                                  m.headers, m.timestamp))
-                if m.offset + 1 >= end_offsets[tp.partition]:
-                    pending.discard(tp.partition)
+                ic.take_read(read, pending, end_offsets, tp.partition, m)
     if pending:
         raise TimeoutError(f"partitions {sorted(pending)} not read to their end offsets "
                            f"{end_offsets} within {ic.READ_TIMEOUT_S}s")
