@@ -7,17 +7,20 @@
 //! it), so a seed replays exactly: `MADSIM_TEST_SEED=<seed> MADSIM_TEST_NUM=1 cargo test
 //! --features sim --test sim <test>`.
 
+use crate::faults::{FaultPlanOptions, PointInjector};
 use crate::node::{self, NeedsRestart, Stopped, NODE_PORT, PARTITION_DIR};
 use crate::retention;
 use crate::workload::{self, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use samsa::broker::config::{BrokerConfig, Endpoint, TopicConfig};
+use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, TopicConfig};
 use samsa::log::{FlushPolicy, Log, LogConfig, LogError};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, CrashReport, Disk, MemDisk};
+use samsa::rt::fault::FaultPoint;
 use samsa::rt::time::{self, Duration, Instant};
 use samsa_spec::{check, CheckOptions, FinalLog, History, Op, OpId, Outcome, ProcessId, Report};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,6 +64,12 @@ pub struct Options {
     /// The broker checks idempotent producers' batches; off only to show the duplicate
     /// checker catches a broker without them.
     pub producer_state_checks: bool,
+    /// Faults timed on events: the named fault points of `rt::fault` (see `faults`).
+    pub fault_points: bool,
+    /// Fault points enabled at the highest rate in every seed (a planted bug's window).
+    pub fault_points_always: Vec<FaultPoint>,
+    /// Deliberate bugs planted in the broker (planted-bug tests only).
+    pub bugs: BrokerBugs,
 }
 
 impl Default for Options {
@@ -86,6 +95,9 @@ impl Default for Options {
             retention_deletes_one_segment_too_many: false,
             idempotent: false,
             producer_state_checks: true,
+            fault_points: true,
+            fault_points_always: Vec::new(),
+            bugs: BrokerBugs::default(),
         }
     }
 }
@@ -157,6 +169,8 @@ pub struct SeedOutcome {
     pub report: Report,
     /// Successful appends during the healing phase (liveness).
     pub healed_appends: usize,
+    /// How often each fault point fired.
+    pub fault_points_fired: BTreeMap<FaultPoint, u32>,
 }
 
 const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
@@ -175,6 +189,7 @@ fn broker_config(options: &Options) -> BrokerConfig {
         log_retention_ms: -1,
         log_retention_check_interval_ms: 200,
         producer_state_checks: options.producer_state_checks,
+        bugs: options.bugs,
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -231,6 +246,18 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
     let stopped: Stopped = Arc::new(AtomicBool::new(false));
     let config = broker_config(&options);
+    let injector = Arc::new(PointInjector::new(
+        rng.gen(),
+        FaultPlanOptions {
+            crash_modes: options.crash_modes.clone(),
+            io_errors: options.io_errors,
+            always: options.fault_points_always.clone(),
+        },
+        recorder.clone(),
+    ));
+    if options.fault_points {
+        disk.set_fault_injector(Some(injector.clone()));
+    }
 
     let retention_bug = options.retention_deletes_one_segment_too_many;
     let node = {
@@ -259,6 +286,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             })
             .build()
     };
+    injector.attach(disk.clone(), node.id());
     let clients = handle.create_node().name("clients").ip(CLIENT_IP).build();
     let stop = Arc::new(AtomicBool::new(false));
     let mut joins = Vec::new();
@@ -294,9 +322,22 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         recorder.note(NEMESIS_PROCESS, text.clone());
         nemesis.push(format!("{stamp} {text}"));
     };
+    injector.arm(true);
     while time::now() < safety_end {
         time::sleep(Duration::from_millis(5)).await;
         let now = time::now();
+        // A fault point that crashed the node: restart it like after any kill.
+        let (halted, reports, lines) = injector.take_events();
+        crashes.extend(reports);
+        let stamp = now.duration_since(start).as_millis();
+        nemesis.extend(lines.into_iter().map(|line| format!("{stamp} {line}")));
+        if halted {
+            stopping_until = None;
+            stopped.store(false, Ordering::Release);
+            needs_restart.store(false, Ordering::Release);
+            restart_at = Some(now + Duration::from_millis(rng.gen_range(0..400)));
+            continue;
+        }
         if restart_at.is_some_and(|at| now >= at) {
             restart_at = None;
             needs_restart.store(false, Ordering::Release);
@@ -426,6 +467,13 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     }
 
     // Healing: no more faults; the node must come back and serve.
+    injector.arm(false);
+    let (halted, reports, lines) = injector.take_events();
+    crashes.extend(reports);
+    nemesis.extend(lines);
+    if halted {
+        restart_at = Some(time::now());
+    }
     disk.set_io_error_rate(0);
     net.unclog_link(clients.id(), node.id());
     net.unclog_link(node.id(), clients.id());
@@ -451,7 +499,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         let _ = join.await;
     }
 
-    // The final crash, then read the disk offline as a fresh process would.
+    // The final crash, then read the disk offline as a fresh process would, with no faults.
+    disk.set_fault_injector(None);
+    injector.detach();
     let final_mode = options
         .final_crash
         .unwrap_or_else(|| options.crash_modes[rng.gen_range(0..options.crash_modes.len())]);
@@ -507,6 +557,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         final_log,
         report,
         healed_appends,
+        fault_points_fired: injector.fired(),
     }
 }
 
@@ -607,8 +658,12 @@ pub fn seeds(default_count: u64) -> std::ops::Range<u64> {
 }
 
 /// Runs a suite's seeds and panics with the anomalies and the replay command of the first
-/// seed that fails a check.
-pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
+/// seed that fails a check. Returns how often each fault point fired over all the seeds.
+pub fn run_suite(
+    test_name: &str,
+    options: &Options,
+    default_count: u64,
+) -> BTreeMap<FaultPoint, u64> {
     let range = seeds(default_count);
     // Real elapsed time of the whole suite, for the report: outside any simulation.
     #[allow(clippy::disallowed_methods)]
@@ -616,11 +671,15 @@ pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
     let (mut ops, mut crashes, mut clean_closes, mut clean_opens) =
         (0usize, 0usize, 0usize, 0usize);
     let verbose = std::env::var_os("SAMSA_SIM_VERBOSE").is_some();
+    let mut fired: BTreeMap<FaultPoint, u64> = BTreeMap::new();
     for seed in range.clone() {
         if verbose {
             eprintln!("{test_name}: seed {seed}");
         }
         let outcome = run_seed(seed, options);
+        for (point, count) in &outcome.fault_points_fired {
+            *fired.entry(*point).or_insert(0) += u64::from(*count);
+        }
         ops += outcome.report.ops_ok + outcome.report.ops_failed + outcome.report.ops_unknown;
         crashes += outcome.crashes.len();
         for event in outcome.history.events() {
@@ -652,6 +711,12 @@ pub fn run_suite(test_name: &str, options: &Options, default_count: u64) {
         range.end,
         began.elapsed().as_secs_f64()
     );
+    let table: Vec<String> = FaultPoint::ALL
+        .iter()
+        .map(|p| format!("{} {}", p.name(), fired.get(p).copied().unwrap_or(0)))
+        .collect();
+    eprintln!("{test_name}: fault points fired: {}", table.join(", "));
+    fired
 }
 
 /// Writes a failing seed's history next to the build output for inspection.

@@ -7,6 +7,7 @@
 //! Seeds: `MADSIM_TEST_SEED` (base, default 1) and `MADSIM_TEST_NUM` (count per suite). A
 //! failing seed prints the command that replays it.
 
+mod faults;
 mod harness;
 mod node;
 mod retention;
@@ -15,17 +16,29 @@ mod workload;
 use harness::{run_seed, run_suite, Options};
 use samsa::log::FlushPolicy;
 use samsa::rt::disk::CrashMode;
+use samsa::rt::fault::FaultPoint;
 use samsa_spec::AnomalyKind;
 
 /// Seeds per suite when `MADSIM_TEST_NUM` is not set.
 const SEEDS_DEFAULT: u64 = 200;
 
+/// The main suite; over its seeds (the CI count, or the default 200) every fault point must
+/// fire at least once, or some window of the code goes untested.
 #[test]
 fn sync_before_ack_survives_crashes_io_errors_and_clock_jumps() {
-    run_suite(
+    let fired = run_suite(
         "sync_before_ack_survives_crashes_io_errors_and_clock_jumps",
         &Options::default(),
         SEEDS_DEFAULT,
+    );
+    let never: Vec<&str> = FaultPoint::ALL
+        .iter()
+        .filter(|p| fired.get(p).copied().unwrap_or(0) == 0)
+        .map(|p| p.name())
+        .collect();
+    assert!(
+        never.is_empty(),
+        "fault points that never fired over the suite's seeds: {never:?}"
     );
 }
 

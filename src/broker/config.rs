@@ -137,6 +137,30 @@ pub struct BrokerConfig {
     pub explicit_values: BTreeMap<String, String>,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) kept at most.
     pub max_incremental_fetch_session_cache_slots: usize,
+    /// Deliberate bugs for the simulation's checker tests; no properties key reaches them.
+    pub bugs: BrokerBugs,
+}
+
+/// Deliberately broken options of the broker (no properties key reaches them, all off by
+/// default): each plants one small bug that a simulation checker must report, so that every
+/// checker is shown to fire (`sim/main.rs`, "planted bugs"). Keep this list growing with
+/// every new checker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BrokerBugs {
+    /// Consumer reads on the copying path are bounded by the log end instead of the high
+    /// watermark (serving-above-watermark).
+    pub read_bound_log_end: bool,
+    /// The same on the zero-copy path (`Partition::read_for_send`'s file regions).
+    pub zero_copy_read_bound_log_end: bool,
+    /// An acknowledgement under sync-before-ack advances the high watermark to the log end,
+    /// over other requests' unsynced appends, instead of the durable end (watermark). Also
+    /// turns off the partition's own assertion, so that the history checker must catch it.
+    pub high_watermark_by_log_end: bool,
+    /// On open, the high watermark starts at the checkpointed recovery point instead of the
+    /// recovered log end, so it moves back after a restart (watermark).
+    pub high_watermark_from_recovery_point: bool,
+    /// The log's planted bugs (recovery).
+    pub log: crate::log::LogBugs,
 }
 
 impl Default for BrokerConfig {
@@ -183,6 +207,7 @@ impl Default for BrokerConfig {
             explicit_keys: BTreeSet::new(),
             explicit_values: BTreeMap::new(),
             max_incremental_fetch_session_cache_slots: 1000,
+            bugs: BrokerBugs::default(),
         }
     }
 }
@@ -1437,6 +1462,7 @@ impl TopicConfig {
             checkpoint_interval_ms: broker.log_flush_offset_checkpoint_interval_ms,
             producer_id_expiration_ms: broker.producer_id_expiration_ms,
             producer_state_checks: broker.producer_state_checks,
+            bugs: broker.bugs.log,
             ..LogConfig::default()
         }
     }

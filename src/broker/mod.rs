@@ -77,6 +77,8 @@ pub struct Broker {
     pub fetch_sessions: FetchSessionCache,
     /// Hands out producer ids for InitProducerId (a durable block file in the data dir).
     pub producer_ids: producer_ids::ProducerIds,
+    /// The log directory's disk (for the fault points a simulation may place here).
+    pub disk: Disk,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
     /// A deliberate bug for the simulation's checker test: retention deletes one segment
@@ -125,7 +127,7 @@ impl Broker {
             FETCH_SESSION_EVICTION_MS,
         );
         let topics = Topics::open(
-            disk,
+            disk.clone(),
             "",
             effective,
             clock.clone(),
@@ -145,6 +147,7 @@ impl Broker {
             dynamic,
             fetch_sessions,
             producer_ids,
+            disk,
             _lock: lock,
             #[cfg(feature = "sim")]
             retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),
@@ -209,6 +212,16 @@ impl Broker {
                 Ok(_) | Err(_) => {}
             }
         }
+    }
+
+    /// Whether some partition has data written but not yet synced (for the fault points
+    /// after an answer, which matter only while such data exists).
+    pub async fn has_unsynced_data(&self) -> bool {
+        self.topics
+            .partitions()
+            .await
+            .iter()
+            .any(|p| p.log().durable_end_offset() < p.log_end_offset())
     }
 
     /// Closes every log cleanly, so the next start skips recovery.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use tokio::sync::Notify;
 
-use crate::broker::config::TopicConfig;
+use crate::broker::config::{BrokerBugs, TopicConfig};
 use crate::log::validator::ValidatedBatch;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
@@ -132,6 +132,8 @@ pub struct Partition {
     health: Arc<LogDirHealth>,
     /// What recovery found when the log was opened.
     pub recovery: RecoveryReport,
+    /// Deliberate bugs (all off outside the simulation's checker tests).
+    bugs: BrokerBugs,
 }
 
 impl Partition {
@@ -141,10 +143,15 @@ impl Partition {
         config: TopicConfig,
         data_arrived: Arc<Notify>,
         health: Arc<LogDirHealth>,
+        bugs: BrokerBugs,
     ) -> Partition {
         // After recovery everything in the log is on disk (recovery only keeps what it read
         // back), so all of it may be served.
-        let high_watermark = log.log_end_offset();
+        let high_watermark = if bugs.high_watermark_from_recovery_point {
+            recovery.recovery_point.min(log.log_end_offset())
+        } else {
+            log.log_end_offset()
+        };
         Partition {
             topic,
             topic_id,
@@ -157,6 +164,7 @@ impl Partition {
             data_arrived,
             health,
             recovery,
+            bugs,
         }
     }
 
@@ -263,6 +271,9 @@ impl Partition {
             .await
             .map_err(|e| self.log_error(e))?;
         let acknowledged_end = match self.log.config().flush {
+            FlushPolicy::SyncBeforeAck if self.bugs.high_watermark_by_log_end => {
+                self.log.log_end_offset()
+            }
             FlushPolicy::SyncBeforeAck => self.log.durable_end_offset(),
             FlushPolicy::PageCache { .. } => self.log.log_end_offset(),
         };
@@ -277,6 +288,17 @@ impl Partition {
     fn advance_high_watermark(&self, to: i64) {
         let log_end = self.log.log_end_offset();
         assert!(to <= log_end, "high watermark {to} above log end {log_end}");
+        if matches!(self.log.config().flush, FlushPolicy::SyncBeforeAck)
+            && !self.bugs.high_watermark_by_log_end
+        {
+            // Sync before ack: the sole replica acknowledges only what it has synced, so the
+            // high watermark never covers bytes a power loss could take (design §5).
+            let durable_end = self.log.durable_end_offset();
+            assert!(
+                to <= durable_end,
+                "high watermark {to} above the durable end {durable_end} under sync-before-ack"
+            );
+        }
         let before = self.high_watermark.fetch_max(to, Ordering::AcqRel);
         if to > before {
             self.data_arrived.notify_waiters();
@@ -292,6 +314,7 @@ impl Partition {
     ) -> Result<ReadResult, PartitionError> {
         self.check_live()?;
         let max_offset = match bound {
+            ReadBound::HighWatermark if self.bugs.read_bound_log_end => self.log.log_end_offset(),
             ReadBound::HighWatermark => self.high_watermark(),
             ReadBound::LogEnd => self.log.log_end_offset(),
         };
@@ -323,9 +346,14 @@ impl Partition {
             return Ok(SendRecords::Bytes(read.records));
         }
         self.check_live()?;
+        let bound = if self.bugs.zero_copy_read_bound_log_end {
+            self.log.log_end_offset()
+        } else {
+            self.high_watermark()
+        };
         let read = self
             .log
-            .read_regions(offset, max_bytes, self.high_watermark())
+            .read_regions(offset, max_bytes, bound)
             .await
             .map_err(|e| self.log_error(e))?;
         if read.total_len >= copy_below_bytes {

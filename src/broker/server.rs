@@ -25,6 +25,7 @@ use crate::broker::handlers::{self, Reply, ResponsePart};
 use crate::broker::Broker;
 use crate::protocol::frame::{self, SIZE_PREFIX_BYTES};
 use crate::protocol::wire::EncodeError;
+use crate::rt::fault::FaultPoint;
 use crate::rt::latch::Latch;
 use crate::rt::net::{self, ResponseWriter, TcpListener, TcpStream};
 use crate::rt::task::{self, JoinHandle};
@@ -123,7 +124,7 @@ pub async fn connection(
     let (mut reader, writer) = net::split(stream);
     let queued_max = broker.config.queued_max_requests.max(1);
     let (outgoing, queue) = mpsc::channel(queued_max);
-    let write_task = task::spawn(write_loop(writer, queue, peer));
+    let write_task = task::spawn(write_loop(Arc::clone(&broker), writer, queue, peer));
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
     let request_max = broker.config.socket_request_max_bytes;
     loop {
@@ -151,6 +152,7 @@ pub async fn connection(
                 break;
             }
         };
+        let api_key = request.header.request_api_key;
         let next = match handlers::dispatch(&broker, request).await {
             Reply::Now(bytes) => Outgoing::Ready(bytes),
             Reply::Later(work) => Outgoing::Pending(task::spawn(work)),
@@ -167,7 +169,7 @@ pub async fn connection(
                 break;
             }
         };
-        if outgoing.send(next).await.is_err() {
+        if outgoing.send((api_key, next)).await.is_err() {
             // The writer stopped (the peer went away); nothing more can be answered.
             break;
         }
@@ -217,11 +219,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
 }
 
 async fn write_loop(
+    broker: Arc<Broker>,
     mut writer: ResponseWriter,
-    mut queue: mpsc::Receiver<Outgoing>,
+    mut queue: mpsc::Receiver<(i16, Outgoing)>,
     peer: SocketAddr,
 ) {
-    while let Some(next) = queue.recv().await {
+    while let Some((api_key, next)) = queue.recv().await {
         let parts = match next {
             Outgoing::Ready(bytes) => vec![ResponsePart::Bytes(bytes)],
             Outgoing::Pending(handle) => match handle.await {
@@ -254,6 +257,7 @@ async fn write_loop(
             tracing::debug!(%peer, error = %e, "writing a response failed; closing");
             return;
         }
+        answered(&broker, api_key).await;
     }
     let _ = writer.flush().await;
     let _ = writer.shutdown().await;
@@ -287,6 +291,21 @@ async fn write_parts(
         }
     }
     Ok(())
+}
+
+/// The fault points right after a Produce or Fetch answer went out while unsynced data
+/// exists: the moment a crash tells whether anything was promised that a power loss takes.
+/// Nothing to gather in production, where the disk has no injector.
+async fn answered(broker: &Broker, api_key: i16) {
+    let point = match api_key {
+        0 => FaultPoint::ProduceAnsweredUnsynced,
+        1 => FaultPoint::FetchAnsweredUnsynced,
+        _ => return,
+    };
+    if broker.disk.has_fault_injector() && broker.has_unsynced_data().await {
+        // Neither point allows an IO error; a halt does not return.
+        let _ = broker.disk.fault(point).await;
+    }
 }
 
 fn encode_failed(peer: SocketAddr, e: &EncodeError) {

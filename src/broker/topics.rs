@@ -895,6 +895,7 @@ async fn open_partition(
         config.clone(),
         data_arrived.clone(),
         health.clone(),
+        broker.bugs,
     )))
 }
 

@@ -52,6 +52,7 @@ pub use recovery::RecoveryReport;
 use crate::protocol::record_batch::{self, BatchError, BASE_OFFSET_LEN};
 use crate::rt::clock::Clock;
 use crate::rt::disk::{join, Disk, File};
+use crate::rt::fault::FaultPoint;
 use crate::rt::time;
 use bytes::Bytes;
 use producer_state::{Prepared, ProducerBatch, ProducerStateError, ProducerStateMap};
@@ -96,8 +97,10 @@ pub struct LogConfig {
     /// `segment.index.bytes`: roll when the offset index reaches this size.
     pub segment_index_bytes: u64,
     pub flush: FlushPolicy,
-    /// Check every batch's CRC before serving it. On in simulation so corruption is never
-    /// served silently; production reads skip it like Kafka's (clients check CRCs).
+    /// Check every batch's CRC before serving it from [`Log::read`]. Off in the broker, in
+    /// production and in simulation alike: reads are zero-copy and skip it like Kafka's
+    /// (clients check CRCs, recovery and the scrubber find corruption at rest); tools that
+    /// read a log offline may turn it on.
     pub verify_crc_on_read: bool,
     /// `log.flush.offset.checkpoint.interval.ms`: how often the recovery point is written.
     pub checkpoint_interval_ms: u64,
@@ -108,6 +111,20 @@ pub struct LogConfig {
     /// test, which turns it off to show the duplicate checker fires without it). When off,
     /// batches are appended as if they had no producer id and no producer state is kept.
     pub producer_state_checks: bool,
+    /// Deliberate bugs for the simulation's checker tests; all off in every real config.
+    pub bugs: LogBugs,
+}
+
+/// Deliberately broken options of the log (no properties key reaches them): each plants one
+/// bug that a simulation checker must report, so that every checker is shown to fire.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogBugs {
+    /// Recovery scans batches without checking their CRC (offline reads report it:
+    /// corrupt-read).
+    pub recovery_skips_crc: bool,
+    /// Recovery truncates a torn batch but moves the log end past it as its header claims,
+    /// leaving a hole in the offsets (offset-gap).
+    pub torn_batch_leaves_hole: bool,
 }
 
 impl Default for LogConfig {
@@ -118,10 +135,11 @@ impl Default for LogConfig {
             index_interval_bytes: 4096,
             segment_index_bytes: 10 << 20,
             flush: FlushPolicy::SyncBeforeAck,
-            verify_crc_on_read: crate::rt::SIMULATION,
+            verify_crc_on_read: false,
             checkpoint_interval_ms: 60_000,
             producer_id_expiration_ms: producer_state::PRODUCER_ID_EXPIRATION_MS_DEFAULT,
             producer_state_checks: true,
+            bugs: LogBugs::default(),
         }
     }
 }
@@ -847,6 +865,10 @@ impl Log {
             old.time_index_file.clone(),
         ];
         let segment = Segment::create(&self.disk, &self.dir, base_offset).await?;
+        self.disk
+            .fault(FaultPoint::LogRoll)
+            .await
+            .map_err(|e| LogError::io("roll", &self.dir, e))?;
         tracing::debug!(dir = %self.dir, base_offset, "rolled to a new segment");
         for file in old_files {
             state.dirty_seq += 1;
@@ -1244,6 +1266,10 @@ impl Log {
             if let Err(e) =
                 recovery::write_log_start_checkpoint(&self.disk, &self.dir, target).await
             {
+                return Err(self.go_offline(e).await);
+            }
+            if let Err(e) = self.disk.fault(FaultPoint::RetentionDelete).await {
+                let e = LogError::io("delete segments", &self.dir, e);
                 return Err(self.go_offline(e).await);
             }
         }

@@ -23,6 +23,7 @@ use super::producer_state::{ProducerBatch, ProducerStateMap};
 use super::segment::Segment;
 use super::LogError;
 use crate::rt::disk::{join, Disk};
+use crate::rt::fault::FaultPoint;
 
 /// The suffix of snapshot files.
 pub const SNAPSHOT_SUFFIX: &str = ".snapshot";
@@ -62,6 +63,9 @@ pub async fn list(disk: &Disk, dir: &str) -> Result<Vec<i64>, LogError> {
 /// Writes the map's snapshot durably (atomic replace, synced with its directory entry).
 pub async fn write(disk: &Disk, dir: &str, map: &ProducerStateMap) -> Result<(), LogError> {
     let path = join(dir, &snapshot_name(map.end_offset()));
+    disk.fault(FaultPoint::SnapshotWrite)
+        .await
+        .map_err(|e| LogError::io("write producer snapshot", &path, e))?;
     disk.write_file_atomic(&path, &map.encode_snapshot())
         .await
         .map_err(|e| LogError::io("write producer snapshot", &path, e))

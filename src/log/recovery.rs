@@ -23,6 +23,7 @@
 use super::segment::{parse_log_name, Segment};
 use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
 use crate::rt::disk::{join, Disk};
+use crate::rt::fault::FaultPoint;
 use std::collections::BTreeMap;
 
 /// What recovery found and did.
@@ -67,6 +68,9 @@ pub(super) async fn write_checkpoint(
     recovery_point: i64,
 ) -> Result<(), LogError> {
     let path = join(dir, RECOVERY_POINT_FILE);
+    disk.fault(FaultPoint::CheckpointWrite)
+        .await
+        .map_err(|e| LogError::io("write checkpoint", &path, e))?;
     disk.write_file_atomic(&path, encode_checkpoint(recovery_point).as_bytes())
         .await
         .map_err(|e| LogError::io("write checkpoint", &path, e))
@@ -251,16 +255,36 @@ pub(super) async fn recover(
             }
         }
         if full_scan {
+            disk.fault(FaultPoint::RecoveryScan)
+                .await
+                .map_err(io("scan", segment.log.path()))?;
             scanned_any = true;
             report.segments_scanned += 1;
             let file_len = segment.size;
-            let outcome = segment.scan(0, true, interval).await?;
+            let outcome = segment
+                .scan(0, !config.bugs.recovery_skips_crc, interval)
+                .await?;
             report.batches_scanned += outcome.batches;
             if let Some((position, reason)) = outcome.invalid_at {
                 tracing::warn!(
                     segment = %segment.log.path(), position, offset = segment.next_offset, reason,
                     "truncating the log at the first invalid batch"
                 );
+                disk.fault(FaultPoint::RecoveryTruncate)
+                    .await
+                    .map_err(io("truncate", segment.log.path()))?;
+                // A planted bug (`LogBugs::torn_batch_leaves_hole`): the log end moves past the
+                // torn batch as its header claims, leaving a hole in the offsets.
+                let hole_end = if config.bugs.torn_batch_leaves_hole {
+                    segment
+                        .read_header(position)
+                        .await
+                        .ok()
+                        .map(|h| h.next_offset())
+                        .filter(|&end| end > segment.next_offset)
+                } else {
+                    None
+                };
                 segment
                     .log
                     .set_len(position)
@@ -274,6 +298,9 @@ pub(super) async fn recover(
                     reason,
                 });
                 cut = true;
+                if let Some(end) = hole_end {
+                    segment.next_offset = end;
+                }
             }
             segment.final_time_entry();
             segment.write_indexes().await?;

@@ -21,6 +21,7 @@ compile_error!(
 
 pub mod clock;
 pub mod disk;
+pub mod fault;
 pub mod latch;
 pub mod net;
 pub mod rand;

@@ -19,6 +19,7 @@
 //! - Every injected fault's error message starts with "injected", so logs tell them from bugs.
 
 use super::{parent_of, OpenMode};
+use crate::rt::fault::{self, FaultInjector, FaultPoint};
 use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -146,6 +147,8 @@ struct State {
     write_latency_us_max: u64,
     sync_latency_us: (u64, u64),
     stats: DiskStats,
+    /// The simulation's fault points hook (`rt::fault`), if installed.
+    faults: Option<Arc<dyn FaultInjector>>,
 }
 
 /// A simulated disk; clones share it.
@@ -212,6 +215,7 @@ impl MemDisk {
                 write_latency_us_max: 0,
                 sync_latency_us: (0, 0),
                 stats: DiskStats::default(),
+                faults: None,
             })),
         }
     }
@@ -240,6 +244,28 @@ impl MemDisk {
         let mut state = self.lock();
         state.write_latency_us_max = write_us_max;
         state.sync_latency_us = (sync_us_min, sync_us_max);
+    }
+
+    /// Installs (or with `None` removes) the hook asked at every fault point of this disk and
+    /// of the node code running on it. The harness removes it at the end of a run: the hook
+    /// usually holds a clone of this disk.
+    pub fn set_fault_injector(&self, injector: Option<Arc<dyn FaultInjector>>) {
+        self.lock().faults = injector;
+    }
+
+    /// Whether a fault injector is installed.
+    pub fn has_fault_injector(&self) -> bool {
+        self.lock().faults.is_some()
+    }
+
+    /// Asks the injector, if any, what happens at `point`, and carries it out. The disk's lock
+    /// is not held while the injector runs (it may crash this disk).
+    pub(super) async fn fault(&self, point: FaultPoint) -> io::Result<()> {
+        let injector = { self.lock().faults.clone() };
+        match injector {
+            None => Ok(()),
+            Some(injector) => fault::carry_out(point, injector.at(point)).await,
+        }
     }
 
     pub fn stats(&self) -> DiskStats {
@@ -515,22 +541,24 @@ impl MemDisk {
 
     pub(super) async fn sync_dir(&self, dir: &str) -> io::Result<()> {
         self.sync_delay().await;
-        let mut state = self.lock();
-        state.inject("sync_dir", dir)?;
-        if !state.dir_exists(dir) {
-            return Err(not_found(dir));
+        {
+            let mut state = self.lock();
+            state.inject("sync_dir", dir)?;
+            if !state.dir_exists(dir) {
+                return Err(not_found(dir));
+            }
+            state.stats.dir_syncs += 1;
+            let in_dir = |name: &String| parent_of(name) == dir;
+            let current: Vec<(String, Entry)> = state
+                .names
+                .iter()
+                .filter(|(n, _)| in_dir(n))
+                .map(|(n, e)| (n.clone(), *e))
+                .collect();
+            state.synced_names.retain(|name, _| !in_dir(name));
+            state.synced_names.extend(current);
         }
-        state.stats.dir_syncs += 1;
-        let in_dir = |name: &String| parent_of(name) == dir;
-        let current: Vec<(String, Entry)> = state
-            .names
-            .iter()
-            .filter(|(n, _)| in_dir(n))
-            .map(|(n, e)| (n.clone(), *e))
-            .collect();
-        state.synced_names.retain(|name, _| !in_dir(name));
-        state.synced_names.extend(current);
-        Ok(())
+        self.fault(FaultPoint::DiskSyncDirAfter).await
     }
 
     async fn sync_delay(&self) {
@@ -591,35 +619,40 @@ impl MemFile {
         if delay_us > 0 {
             crate::rt::time::sleep(std::time::Duration::from_micros(delay_us)).await;
         }
-        let mut state = self.live()?;
-        state.inject("write", &self.path)?;
-        state.stats.writes += 1;
-        state.stats.bytes_written += data.len() as u64;
-        let op = Pending::Write {
-            pos,
-            data: data.to_vec(),
-        };
-        let inode = self.inode(&mut state)?;
-        apply(&mut inode.data, &op);
-        inode.pending.push(op);
-        Ok(())
+        {
+            let mut state = self.live()?;
+            state.inject("write", &self.path)?;
+            state.stats.writes += 1;
+            state.stats.bytes_written += data.len() as u64;
+            let op = Pending::Write {
+                pos,
+                data: data.to_vec(),
+            };
+            let inode = self.inode(&mut state)?;
+            apply(&mut inode.data, &op);
+            inode.pending.push(op);
+        }
+        self.disk.fault(FaultPoint::DiskWritten).await
     }
 
     pub(super) async fn sync(&self) -> io::Result<()> {
+        self.disk.fault(FaultPoint::DiskSyncBefore).await?;
         self.disk.sync_delay().await;
-        let mut state = self.live()?;
-        state.inject("sync", &self.path)?;
-        state.stats.syncs += 1;
-        let inode = self.inode(&mut state)?;
-        let pending = std::mem::take(&mut inode.pending);
-        for op in &pending {
-            apply(&mut inode.synced, op);
+        {
+            let mut state = self.live()?;
+            state.inject("sync", &self.path)?;
+            state.stats.syncs += 1;
+            let inode = self.inode(&mut state)?;
+            let pending = std::mem::take(&mut inode.pending);
+            for op in &pending {
+                apply(&mut inode.synced, op);
+            }
+            debug_assert_eq!(
+                inode.synced, inode.data,
+                "synced image diverged from the data"
+            );
         }
-        debug_assert_eq!(
-            inode.synced, inode.data,
-            "synced image diverged from the data"
-        );
-        Ok(())
+        self.disk.fault(FaultPoint::DiskSyncAfter).await
     }
 
     pub(super) fn set_len(&self, len: u64) -> io::Result<()> {

@@ -19,6 +19,7 @@ mod real;
 
 pub use mem::{CrashMode, CrashReport, DiskStats, MemDisk, SECTOR_BYTES};
 
+use crate::rt::fault::FaultPoint;
 use bytes::Bytes;
 use std::io;
 use std::path::PathBuf;
@@ -233,6 +234,26 @@ impl Disk {
         }
     }
 
+    /// A fault point (`rt::fault`): asks the simulation's injector, if this disk has one, what
+    /// happens here. A real disk never has one, so in production this is `Ok(())` at once.
+    /// `Err` is an injected IO error, to be handled as any IO error of the operation the point
+    /// stands for; a halt never returns.
+    pub async fn fault(&self, point: FaultPoint) -> io::Result<()> {
+        match &self.kind {
+            DiskKind::Real(_) => Ok(()),
+            DiskKind::Mem(d) => d.fault(point).await,
+        }
+    }
+
+    /// Whether fault points of this disk can fire (a simulated disk with an injector), so
+    /// that a caller can skip gathering what a point needs to know in production.
+    pub fn has_fault_injector(&self) -> bool {
+        match &self.kind {
+            DiskKind::Real(_) => false,
+            DiskKind::Mem(d) => d.has_fault_injector(),
+        }
+    }
+
     /// Reads a whole file.
     pub async fn read_file(&self, path: &str) -> io::Result<Bytes> {
         let file = self.open(path, OpenMode::Existing).await?;
@@ -254,6 +275,7 @@ impl Disk {
         file.write_at(0, data).await?;
         file.sync().await?;
         drop(file);
+        self.fault(FaultPoint::DiskReplaceBeforeRename).await?;
         self.rename(&tmp, path).await?;
         self.sync_dir(parent_of(path)).await
     }
