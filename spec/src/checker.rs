@@ -1564,6 +1564,34 @@ mod tests {
             self.read_with_hw(process, from, records, high_watermark);
         }
 
+        fn node(&mut self, event: NodeEvent) {
+            let t = self.tick();
+            self.history.node(t, 0, event);
+        }
+
+        fn opened(&mut self, recovery_point: Offset, log_end_offset: Offset) {
+            self.node(NodeEvent::Opened {
+                recovery_point,
+                log_end_offset,
+            });
+        }
+
+        /// A read from `from` refused as corrupt at `offset`.
+        fn read_corrupt(&mut self, process: ProcessId, from: Offset, offset: Offset) -> OpId {
+            let t = self.tick();
+            let op = self.history.invoke(t, process, Op::Read { from });
+            let t = self.tick();
+            self.history.complete(
+                t,
+                op,
+                Outcome::CorruptRead {
+                    offset,
+                    reason: "crc32c mismatch".into(),
+                },
+            );
+            op
+        }
+
         /// A successful read reporting exactly `high_watermark`.
         fn read_with_hw(
             &mut self,
@@ -2273,5 +2301,418 @@ mod tests {
         let log = FinalLog::from(&model);
         assert_eq!(log.log_end_offset(), 2);
         assert!(check_plain(&b, &log).is_valid());
+    }
+
+    /// Records 0..n from process 1, acknowledged one batch, and the final log
+    /// holding them.
+    fn n_acked(n: u32) -> (Builder, Vec<Value>, FinalLog) {
+        let mut b = Builder::default();
+        let values: Vec<Value> = (0..n).map(|seq| v(1, seq)).collect();
+        b.append_ok(1, &values, 0);
+        let log = final_log(0, &values);
+        (b, values, log)
+    }
+
+    fn details(report: &Report, kind: AnomalyKind) -> Vec<&str> {
+        report
+            .anomalies
+            .iter()
+            .filter(|a| a.kind == kind)
+            .map(|a| a.detail.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn reads_below_their_watermark_and_empty_reads_are_valid() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0]), (1, x[1])], 3);
+        b.read_with_hw(2, 3, &[], 3);
+        b.read_with_hw(3, 1, &[(1, x[1]), (2, x[2])], 3);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_record_at_the_watermark_is_serving_above_it() {
+        let (mut b, x, log) = n_acked(3);
+        let read = b.read_with_hw(2, 1, &[(1, x[1]), (2, x[2])], 2);
+        // A later read's higher watermark keeps the watermark rule quiet.
+        b.read_with_hw(2, 0, &[], 3);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::ServingAboveWatermark]);
+        assert_eq!(report.count(AnomalyKind::ServingAboveWatermark), 1);
+        let detail = details(&report, AnomalyKind::ServingAboveWatermark)[0];
+        assert!(detail.contains(&format!("read op #{read}")), "{detail}");
+        assert!(detail.contains("at offset 2"), "{detail}");
+        assert!(detail.contains("high watermark 2"), "{detail}");
+    }
+
+    #[test]
+    fn holes_in_a_read_are_offset_gaps_one_per_hole() {
+        let (mut b, x, log) = n_acked(6);
+        let read = b.read_with_hw(2, 0, &[(1, x[1]), (2, x[2]), (5, x[5])], 6);
+        let report = check(&b.history, &log, &gaps_allowed());
+        // Poll-skip sees the skipped acknowledged records even with gaps allowed.
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap]);
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 2);
+        let gaps = details(&report, AnomalyKind::OffsetGap);
+        assert!(gaps[0].contains(&format!(
+            "read op #{read} from offset 0 started at offset 1"
+        )));
+        assert!(
+            gaps[0].contains("offsets [0, 1) are missing"),
+            "{}",
+            gaps[0]
+        );
+        assert!(
+            gaps[1].contains("offsets [3, 5) are missing"),
+            "{}",
+            gaps[1]
+        );
+    }
+
+    #[test]
+    fn a_hole_over_records_never_committed_is_still_an_offset_gap() {
+        // Nothing was committed at offset 1, so poll-skip has no evidence;
+        // on a topic with dense offsets the shape alone is wrong.
+        let mut b = Builder::default();
+        let x = [v(1, 0), v(2, 0), v(3, 0)];
+        b.append_unknown(1, &[x[0]]);
+        b.append_unknown(2, &[x[1]]);
+        b.append_unknown(3, &[x[2]]);
+        b.read_with_hw(4, 0, &[(0, x[0]), (2, x[2])], 3);
+        let log = final_log(0, &x);
+        assert_kinds(&check_plain(&b, &log), &[AnomalyKind::OffsetGap]);
+        assert!(check(&b.history, &log, &gaps_allowed()).is_valid());
+    }
+
+    #[test]
+    fn a_read_going_backwards_is_not_also_an_offset_gap() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(2, x[2]), (0, x[0])], 3);
+        let report = check_plain(&b, &log);
+        assert!(report.has(AnomalyKind::NonmonotonicPoll));
+        assert!(!report.has(AnomalyKind::OffsetGap), "{}", report.summary());
+    }
+
+    #[test]
+    fn holes_in_the_final_log_are_offset_gaps() {
+        let (b, x, _) = n_acked(1);
+        let mut b = b;
+        let y: Vec<Value> = (0..4).map(|seq| v(2, seq)).collect();
+        for value in &y {
+            b.append_unknown(2, &[*value]);
+        }
+        // A hole at the start: the log claims to start at 0, its first record is at 1.
+        let at_start = FinalLog {
+            log_start_offset: 0,
+            records: vec![(1, y[0]), (2, y[1])],
+            ..FinalLog::default()
+        };
+        let report = check_plain(&b, &at_start);
+        assert!(report.has(AnomalyKind::OffsetGap));
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 1);
+        let detail = details(&report, AnomalyKind::OffsetGap)[0];
+        assert!(detail.contains("offsets [0, 1) are missing"), "{detail}");
+        assert!(detail.contains("final log"), "{detail}");
+
+        // A hole in the middle.
+        let in_middle = FinalLog {
+            log_start_offset: 0,
+            records: vec![(0, x[0]), (1, y[0]), (4, y[1]), (5, y[2]), (7, y[3])],
+            ..FinalLog::default()
+        };
+        let report = check_plain(&b, &in_middle);
+        assert_kinds(&report, &[AnomalyKind::OffsetGap]);
+        let gaps = details(&report, AnomalyKind::OffsetGap);
+        assert_eq!(gaps.len(), 2);
+        assert!(
+            gaps[0].contains("offsets [2, 4) are missing"),
+            "{}",
+            gaps[0]
+        );
+        assert!(
+            gaps[1].contains("offsets [6, 7) are missing"),
+            "{}",
+            gaps[1]
+        );
+
+        // A compacted or transactional topic may have both.
+        assert!(check(&b.history, &in_middle, &gaps_allowed()).is_valid());
+        assert!(!check(&b.history, &at_start, &gaps_allowed()).has(AnomalyKind::OffsetGap));
+    }
+
+    #[test]
+    fn final_log_holes_past_detected_synced_corruption_are_not_offset_gaps() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..3).map(|seq| v(1, seq)).collect();
+        b.append_unknown(1, &x);
+        let mut log = FinalLog {
+            log_start_offset: 0,
+            records: vec![(0, x[0]), (2, x[2])],
+            corruption_detected_at: Some(1),
+            ..FinalLog::default()
+        };
+        assert!(!check(&b.history, &log, &synced_corruption()).has(AnomalyKind::OffsetGap));
+        log.corruption_detected_at = None;
+        assert!(check(&b.history, &log, &synced_corruption()).has(AnomalyKind::OffsetGap));
+    }
+
+    #[test]
+    fn a_watermark_falling_between_sequential_reads_is_reported() {
+        let (mut b, x, log) = n_acked(3);
+        let first = b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let second = b.read_with_hw(3, 0, &[(0, x[0])], 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        assert_eq!(report.count(AnomalyKind::Watermark), 1);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains(&format!("read op #{second} reported high watermark 2")));
+        assert!(detail.contains(&format!("high watermark 3 that read op #{first}")));
+    }
+
+    #[test]
+    fn overlapping_reads_may_report_watermarks_in_either_order() {
+        let (mut b, x, log) = n_acked(3);
+        // Read a is invoked, then read b; b completes with the higher
+        // watermark before a completes with the lower: either may have been
+        // served first.
+        let t = b.tick();
+        let a = b.history.invoke(t, 2, Op::Read { from: 0 });
+        let t = b.tick();
+        let c = b.history.invoke(t, 3, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            c,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 3,
+            },
+        );
+        let t = b.tick();
+        b.history.complete(
+            t,
+            a,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 1,
+            },
+        );
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+        // Equal timestamps are not ordered either: the second read is
+        // invoked at the very nanosecond the first completes.
+        let (mut b, _, log) = n_acked(3);
+        let t = b.tick();
+        let a = b.history.invoke(t, 2, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            a,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 3,
+            },
+        );
+        let c = b.history.invoke(t, 3, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            c,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 2,
+            },
+        );
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_watermark_falling_across_a_restart_is_reported_unless_it_may_regress() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        b.opened(0, 2);
+        b.read_with_hw(2, 0, &[(0, x[0])], 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        let report = check(&b.history, &log, &regress);
+        assert!(report.is_valid(), "{}", report.summary());
+        // Within one open it still may not move back.
+        b.read_with_hw(2, 0, &[(0, x[0])], 1);
+        let report = check(&b.history, &log, &regress);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains("within one open"), "{detail}");
+        assert!(detail.contains("high watermark 1, below the high watermark 2"));
+    }
+
+    #[test]
+    fn a_read_spanning_a_restart_is_not_compared_when_the_watermark_may_regress() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let t = b.tick();
+        let spanning = b.history.invoke(t, 2, Op::Read { from: 0 });
+        b.opened(0, 1);
+        let t = b.tick();
+        b.history.complete(
+            t,
+            spanning,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 1,
+            },
+        );
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        assert!(check(&b.history, &log, &regress).is_valid());
+        assert!(check_plain(&b, &log).has(AnomalyKind::Watermark));
+    }
+
+    #[test]
+    fn a_final_log_ending_below_the_watermark_is_reported() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..3).map(|seq| v(1, seq)).collect();
+        b.append_unknown(1, &x);
+        // Nothing read or acknowledged is lost: only the watermark shows
+        // that offset 2 was committed.
+        let read = b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let log = final_log(0, &x[..2]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains(&format!("read op #{read} reported high watermark 3")));
+        assert!(detail.contains("offsets [2, 3)"), "{detail}");
+
+        // Detected corruption of synced data at or below the end excuses it.
+        let mut corrupted = log.clone();
+        corrupted.corruption_detected_at = Some(2);
+        assert!(check(&b.history, &corrupted, &synced_corruption()).is_valid());
+        // Detected above the end, it does not.
+        corrupted.corruption_detected_at = Some(3);
+        assert!(check(&b.history, &corrupted, &synced_corruption()).has(AnomalyKind::Watermark));
+        // Without the injection the detection excuses nothing.
+        corrupted.corruption_detected_at = Some(2);
+        assert!(check_plain(&b, &corrupted).has(AnomalyKind::Watermark));
+        // Page-cache mode with power loss may lose it.
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        assert!(check(&b.history, &log, &regress).is_valid());
+    }
+
+    #[test]
+    fn a_corrupt_read_below_the_recovery_point_is_acceptable() {
+        let (mut b, _, log) = n_acked(4);
+        b.opened(2, 4);
+        b.read_corrupt(2, 0, 1);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+        assert_eq!(report.ops_failed, 1);
+        assert_eq!(report.ops_ok, 1);
+    }
+
+    #[test]
+    fn a_corrupt_read_at_or_above_the_recovery_point_is_reported() {
+        let (mut b, _, log) = n_acked(4);
+        b.opened(2, 4);
+        let at = b.read_corrupt(2, 0, 2);
+        let above = b.read_corrupt(2, 3, 3);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        assert_eq!(report.count(AnomalyKind::CorruptRead), 2);
+        let reads = details(&report, AnomalyKind::CorruptRead);
+        assert!(reads[0].contains(&format!(
+            "read op #{at} was served a corrupt batch at offset 2"
+        )));
+        assert!(reads[0].contains("recovery point 2 of the open at event #2"));
+        assert!(reads[1].contains(&format!("read op #{above}")));
+    }
+
+    #[test]
+    fn without_a_recorded_open_every_corrupt_read_is_reported() {
+        let (mut b, _, log) = n_acked(2);
+        b.read_corrupt(2, 0, 0);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        assert!(details(&report, AnomalyKind::CorruptRead)[0].contains("no recorded open"));
+    }
+
+    #[test]
+    fn a_corrupt_read_at_or_beyond_reported_corruption_is_reported() {
+        let (mut b, _, log) = n_acked(6);
+        b.opened(5, 6);
+        b.node(NodeEvent::CorruptionFound { offset: 3 });
+        b.node(NodeEvent::CorruptionFound { offset: 2 });
+        // Below the lowest reported corruption: the scrubber's business.
+        b.read_corrupt(2, 0, 1);
+        let at = b.read_corrupt(2, 2, 2);
+        let beyond = b.read_corrupt(2, 3, 4);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        let reads = details(&report, AnomalyKind::CorruptRead);
+        assert_eq!(reads.len(), 2);
+        assert!(reads[0].contains(&format!("read op #{at}")), "{}", reads[0]);
+        assert!(reads[0].contains("reported corruption at offset 2 (event #4)"));
+        assert!(
+            reads[1].contains(&format!("read op #{beyond}")),
+            "{}",
+            reads[1]
+        );
+    }
+
+    #[test]
+    fn reported_corruption_counts_only_until_the_next_open_and_after_invocation() {
+        let (mut b, _, log) = n_acked(6);
+        b.opened(5, 6);
+        // Reported while the read was in flight: the read may have been
+        // served before the report.
+        let t = b.tick();
+        let read = b.history.invoke(t, 2, Op::Read { from: 0 });
+        b.node(NodeEvent::CorruptionFound { offset: 1 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            read,
+            Outcome::CorruptRead {
+                offset: 2,
+                reason: "crc".into(),
+            },
+        );
+        // Forgotten by the next open, as the broker forgets it.
+        b.opened(5, 6);
+        b.read_corrupt(2, 0, 2);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_corrupt_batch_served_in_the_final_log_is_judged_by_the_offline_open() {
+        let (b, _, log) = n_acked(4);
+        let mut served = log.clone();
+        served.recovery_point = 2;
+        served.corrupt_served_at = Some(1);
+        assert!(check_plain(&b, &served).is_valid());
+        served.corrupt_served_at = Some(2);
+        let report = check_plain(&b, &served);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        let detail = details(&report, AnomalyKind::CorruptRead)[0];
+        assert!(detail.contains("offset 2"), "{detail}");
+        assert!(detail.contains("recovery point 2"), "{detail}");
+        // Recovery reporting corruption at or below it is the broker knowing.
+        served.corruption_reported_at = Some(2);
+        assert!(check_plain(&b, &served).is_valid());
+        served.corruption_reported_at = Some(3);
+        assert!(check_plain(&b, &served).has(AnomalyKind::CorruptRead));
     }
 }
