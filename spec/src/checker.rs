@@ -6,7 +6,12 @@
 //! lost-write, inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll,
 //! poll-skip, duplicate, phantom-read, plus unreported-corruption for runs
 //! that corrupt synced data, and retention-overreach ([`check_retention`]) for
-//! runs with retention by size.
+//! runs with retention by size. Four more judge what Jepsen leaves implicit
+//! and a single-node log makes checkable: serving-above-watermark and
+//! watermark (the high watermark each fetch answer reported), offset-gap
+//! (dense offsets, for a topic neither compacted nor transactional) and
+//! corrupt-read (corrupt batches served where recovery or the broker's own
+//! corruption report should have stopped them).
 //!
 //! Invariants the checkers rely on, all guaranteed by [`History`]: values are
 //! unique per append invocation, a process is sequential, and every outcome is
@@ -15,9 +20,10 @@
 //!
 //! Every checker runs in time linear in the history plus the final log
 //! (map lookups, no pairwise comparisons), because CI checks thousands of
-//! seeds with 10^4 to 10^5 events each. The one exception is poll-skip, which
+//! seeds with 10^4 to 10^5 events each. The exceptions are poll-skip, which
 //! scans the offsets a read skipped: free on valid runs, where reads skip
-//! nothing, and bounded by one report per read on broken ones. Output is deterministic: maps are only
+//! nothing, and bounded by one report per read on broken ones; and the
+//! watermark's real-time order, which sorts the reads once (n log n). Output is deterministic: maps are only
 //! used for lookups, and anomalies are found by walking the history and the
 //! final log in order, so two runs of one seed produce identical reports.
 
@@ -25,7 +31,9 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::history::{History, Offset, Op, OpId, Operation, Outcome, ProcessId, Value};
+use crate::history::{
+    EventKind, History, NodeEvent, Offset, Op, OpId, Operation, Outcome, ProcessId, Value,
+};
 use crate::model::LogModel;
 
 /// How many anomaly details a report keeps per kind; the rest are only
@@ -71,11 +79,26 @@ pub enum AnomalyKind {
     /// start offset moved, fewer than `retention.bytes` were kept below the
     /// high watermark.
     RetentionOverreach,
+    /// A successful read returned a record at an offset at or above the high
+    /// watermark the same answer reported: uncommitted data was served.
+    ServingAboveWatermark,
+    /// Offsets are not dense where they must be (a topic neither compacted
+    /// nor transactional): a read's records, or the final log's, leave a hole.
+    OffsetGap,
+    /// The high watermark went backwards in real time (a read invoked after
+    /// another completed reported a lower one), or the final log ends below
+    /// the highest watermark ever reported.
+    Watermark,
+    /// A batch that failed its CRC check was served where the broker should
+    /// have known better: at or above the recovery point of the last open
+    /// (recovery verified it), or at or above where the broker itself had
+    /// reported corruption.
+    CorruptRead,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [AnomalyKind; 9] = [
+    pub const ALL: [AnomalyKind; 13] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::NonmonotonicSend,
@@ -85,6 +108,10 @@ impl AnomalyKind {
         AnomalyKind::PhantomRead,
         AnomalyKind::UnreportedCorruption,
         AnomalyKind::RetentionOverreach,
+        AnomalyKind::ServingAboveWatermark,
+        AnomalyKind::OffsetGap,
+        AnomalyKind::Watermark,
+        AnomalyKind::CorruptRead,
     ];
 
     pub fn name(self) -> &'static str {
@@ -98,6 +125,10 @@ impl AnomalyKind {
             AnomalyKind::PhantomRead => "phantom-read",
             AnomalyKind::UnreportedCorruption => "unreported-corruption",
             AnomalyKind::RetentionOverreach => "retention-overreach",
+            AnomalyKind::ServingAboveWatermark => "serving-above-watermark",
+            AnomalyKind::OffsetGap => "offset-gap",
+            AnomalyKind::Watermark => "watermark",
+            AnomalyKind::CorruptRead => "corrupt-read",
         }
     }
 }
@@ -129,8 +160,18 @@ pub struct FinalLog {
     /// Every record from start to end, in order.
     pub records: Vec<(Offset, Value)>,
     /// Offset of the first batch that recovery or the offline read found
-    /// corrupt (bad CRC/length) and refused to serve, if any.
+    /// corrupt (bad CRC/length) and refused to serve, if any: anything found
+    /// corruption there, which is what excuses losses.
     pub corruption_detected_at: Option<Offset>,
+    /// The recovery point of the offline open: recovery trusted every batch
+    /// below it without reading it, and verified every batch from it on.
+    pub recovery_point: Offset,
+    /// The first batch the broker's read path served whose CRC then failed
+    /// the offline reader's own check, if any.
+    pub corrupt_served_at: Option<Offset>,
+    /// Where the broker itself (recovery at the offline open) reported
+    /// corruption, if it did.
+    pub corruption_reported_at: Option<Offset>,
 }
 
 impl FinalLog {
@@ -147,12 +188,16 @@ impl FinalLog {
 
 impl From<&LogModel> for FinalLog {
     /// The final log a correct broker would leave behind: the model's records,
-    /// with no corruption detected.
+    /// with no corruption detected, reported or served, and a recovery point
+    /// at the log start (recovery verified everything).
     fn from(model: &LogModel) -> FinalLog {
         FinalLog {
             log_start_offset: model.log_start_offset(),
             records: model.records().collect(),
             corruption_detected_at: None,
+            recovery_point: model.log_start_offset(),
+            corrupt_served_at: None,
+            corruption_reported_at: None,
         }
     }
 }
@@ -170,6 +215,16 @@ pub struct CheckOptions {
     /// final log start offset was deleted, not lost. Whether retention deleted
     /// no more than it was allowed to is [`check_retention`]'s question.
     pub retention: bool,
+    /// The topic may legitimately have holes in its offsets (compaction,
+    /// transaction markers), so offset-gap is not checked. False by default:
+    /// a plain topic's offsets are dense.
+    pub offsets_may_have_gaps: bool,
+    /// Acknowledged data may legitimately be lost at a restart (page-cache
+    /// mode with power loss), so the high watermark may move back across a
+    /// [`NodeEvent::Opened`] and the final log may end below it. False by
+    /// default: under sync-before-ack the single node's high watermark is
+    /// durable and never moves back, even across restarts.
+    pub watermark_may_regress: bool,
 }
 
 /// The verdict on one run.
@@ -274,6 +329,12 @@ pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) ->
     check_nonmonotonic_sends(&index, &mut report);
     check_nonmonotonic_polls(&index, &mut report);
     check_poll_skips(&index, &mut report);
+    check_serving_above_watermark(&index, &mut report);
+    if !options.offsets_may_have_gaps {
+        check_offset_gaps(&index, &mut report);
+    }
+    check_watermark(history, &index, options, &mut report);
+    check_corrupt_reads(history, final_log, &mut report);
     report
 }
 
@@ -281,7 +342,9 @@ fn count_outcomes(operations: &[Operation], report: &mut Report) {
     for operation in operations {
         match &operation.outcome {
             Some(Outcome::Appended { .. }) | Some(Outcome::Read { .. }) => report.ops_ok += 1,
-            Some(Outcome::Failed { .. }) => report.ops_failed += 1,
+            Some(Outcome::Failed { .. }) | Some(Outcome::CorruptRead { .. }) => {
+                report.ops_failed += 1
+            }
             Some(Outcome::Unknown { .. }) | None => report.ops_unknown += 1,
         }
     }
@@ -315,6 +378,8 @@ struct Observed<'h> {
     /// When the read completed: it did, being successful.
     complete_ns: u64,
     records: &'h [(Offset, Value)],
+    /// The high watermark the same fetch answer reported.
+    high_watermark: Offset,
 }
 
 /// Where a claim that an offset holds a value came from, for details.
@@ -390,7 +455,13 @@ impl<'h> Index<'h> {
                         complete_ns: operation.complete_ns,
                     });
                 }
-                (Op::Read { from }, Some(Outcome::Read { records })) => reads.push(Observed {
+                (
+                    Op::Read { from },
+                    Some(Outcome::Read {
+                        records,
+                        high_watermark,
+                    }),
+                ) => reads.push(Observed {
                     op: operation.id,
                     process: operation.process,
                     from: *from,
@@ -398,7 +469,9 @@ impl<'h> Index<'h> {
                     // A read with an outcome completed; the fallback is never used.
                     complete_ns: operation.complete_ns.unwrap_or(u64::MAX),
                     records,
+                    high_watermark: *high_watermark,
                 }),
+                // A corrupt read observed nothing, like a failed one.
                 (Op::Read { .. }, _) => {}
             }
         }
@@ -978,6 +1051,358 @@ fn check_poll_skips(ix: &Index<'_>, report: &mut Report) {
     }
 }
 
+/// serving-above-watermark: a fetch answer serves only committed records, so
+/// every record a successful read returned must lie below the high watermark
+/// that same answer reported. Each read is reported at most once, at its
+/// first record at or above the watermark.
+fn check_serving_above_watermark(ix: &Index<'_>, report: &mut Report) {
+    for read in &ix.reads {
+        let above = read
+            .records
+            .iter()
+            .find(|&&(offset, _)| offset >= read.high_watermark);
+        if let Some(&(offset, value)) = above {
+            report.record(AnomalyKind::ServingAboveWatermark, || {
+                format!(
+                    "read op #{} returned {value} at offset {offset}, but the same answer \
+                     reported high watermark {}; only offsets below it are committed and may be \
+                     served",
+                    read.op, read.high_watermark
+                )
+            });
+        }
+    }
+}
+
+/// offset-gap: on a topic neither compacted nor transactional every offset
+/// from the log start to the end holds a record, so a read's records sit at
+/// consecutive offsets starting at its `from`, and so do the final log's from
+/// its start offset. Checked only without `CheckOptions::offsets_may_have_gaps`.
+///
+/// Unlike poll-skip, which blames a gap only on evidence that a committed
+/// record was skipped, this judges the shape alone: a hole is an anomaly
+/// whatever was or was not written there. One anomaly per hole. Empty reads
+/// show no shape and are not judged; nor are reads with a record below their
+/// `from` or offsets that do not strictly increase, which are
+/// nonmonotonic-poll. In the final log, holes from a detected corruption of
+/// synced data on are not judged, since recovery truncated there (see
+/// inconsistent-offsets).
+fn check_offset_gaps(ix: &Index<'_>, report: &mut Report) {
+    for read in &ix.reads {
+        let first = match read.records.first() {
+            Some(&(first, _)) => first,
+            None => continue,
+        };
+        if first < read.from || read.records.windows(2).any(|pair| pair[1].0 <= pair[0].0) {
+            continue;
+        }
+        if first > read.from {
+            report.record(AnomalyKind::OffsetGap, || {
+                format!(
+                    "read op #{} from offset {} started at offset {first}: offsets [{}, {first}) \
+                     are missing",
+                    read.op, read.from, read.from
+                )
+            });
+        }
+        for pair in read.records.windows(2) {
+            let (a, b) = (pair[0].0, pair[1].0);
+            let after_a = a.saturating_add(1);
+            if b > after_a {
+                report.record(AnomalyKind::OffsetGap, || {
+                    format!(
+                        "read op #{} returned offset {a} and then offset {b}: offsets \
+                         [{after_a}, {b}) are missing",
+                        read.op
+                    )
+                });
+            }
+        }
+    }
+
+    let log = ix.final_log;
+    let start = log.log_start_offset;
+    if let Some(&(first, _)) = log.records.first() {
+        if first != start && ix.final_log_trusted_at(start.min(first)) {
+            report.record(AnomalyKind::OffsetGap, || {
+                if first > start {
+                    format!(
+                        "the final log starts at offset {start} but its first record is at \
+                         offset {first}: offsets [{start}, {first}) are missing"
+                    )
+                } else {
+                    format!(
+                        "the final log starts at offset {start} but its first record is at \
+                         offset {first}, below its start"
+                    )
+                }
+            });
+        }
+    }
+    for pair in log.records.windows(2) {
+        let (a, b) = (pair[0].0, pair[1].0);
+        let after_a = a.saturating_add(1);
+        if b == after_a || !ix.final_log_trusted_at(after_a.min(b)) {
+            continue;
+        }
+        report.record(AnomalyKind::OffsetGap, || {
+            if b > after_a {
+                format!(
+                    "the final log holds offset {a} and then offset {b}: offsets [{after_a}, {b}) \
+                     are missing"
+                )
+            } else {
+                format!(
+                    "the final log holds offset {a} and then offset {b}; its offsets must rise \
+                     by one from record to record"
+                )
+            }
+        });
+    }
+}
+
+/// watermark: the high watermark is the boundary of what is committed, and
+/// on one node that syncs before acknowledging, commitment is durable; so
+/// the watermark never moves back, in real time and across restarts, and the
+/// final log keeps everything below the highest watermark ever reported.
+///
+/// Real-time order: a successful read invoked after another one completed
+/// (strictly later, since equal timestamps are not ordered) must report a
+/// high watermark at least as high. Reads overlapping in time are not
+/// compared, since either may have been served first. Each read is reported
+/// at most once, against the highest watermark completed before it, found by
+/// walking reads in invocation order over their completions sorted by time.
+///
+/// With `CheckOptions::watermark_may_regress` (acknowledged data may be lost
+/// at a restart) only reads within one open of the log are compared: a pair
+/// is skipped when a [`NodeEvent::Opened`] lies between the first read's
+/// invocation and the second's completion; and durability is not judged.
+///
+/// Durability: the final log must end at or above the highest watermark any
+/// read reported, unless synced data was corrupted and the corruption was
+/// detected at or below the final log's end. Such a shortfall is not counted
+/// in `losses_excused`, which counts the records that lost-write excused.
+fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, report: &mut Report) {
+    // Reads are grouped by the open of the log they lie within; without
+    // regression every read is in one group.
+    let mut groups: BTreeMap<usize, Vec<&Observed<'_>>> = BTreeMap::new();
+    if options.watermark_may_regress {
+        let opens = opens_around(history);
+        for read in &ix.reads {
+            if let Some(&(at_invoke, Some(at_complete))) = opens.get(&read.op) {
+                if at_invoke == at_complete {
+                    groups.entry(at_invoke).or_default().push(read);
+                }
+            }
+        }
+    } else {
+        groups.insert(0, ix.reads.iter().collect());
+    }
+    for reads in groups.values() {
+        // `reads` is in invocation order, as `Index::reads` is.
+        let mut completions: Vec<&Observed<'_>> = reads.clone();
+        completions.sort_by_key(|read| (read.complete_ns, read.op));
+        let mut completed = completions.iter().peekable();
+        // The highest watermark among reads completed so far; the earliest
+        // such read on ties, so the report names the first evidence.
+        let mut highest: Option<&Observed<'_>> = None;
+        for read in reads {
+            while let Some(done) = completed.next_if(|done| done.complete_ns < read.invoke_ns) {
+                if highest.is_none_or(|h| done.high_watermark > h.high_watermark) {
+                    highest = Some(done);
+                }
+            }
+            if let Some(earlier) = highest.filter(|h| read.high_watermark < h.high_watermark) {
+                report.record(AnomalyKind::Watermark, || {
+                    let scope = if options.watermark_may_regress {
+                        " within one open of the log"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "read op #{} reported high watermark {}, below the high watermark {} \
+                         that read op #{} reported when it completed at {} ns, before read op \
+                         #{} was invoked at {} ns; the high watermark must never move \
+                         back{scope}",
+                        read.op,
+                        read.high_watermark,
+                        earlier.high_watermark,
+                        earlier.op,
+                        earlier.complete_ns,
+                        read.op,
+                        read.invoke_ns
+                    )
+                });
+            }
+        }
+    }
+
+    if options.watermark_may_regress {
+        return;
+    }
+    let highest =
+        ix.reads
+            .iter()
+            .fold(None, |highest: Option<&Observed<'_>>, read| match highest {
+                Some(h) if h.high_watermark >= read.high_watermark => Some(h),
+                _ => Some(read),
+            });
+    let Some(highest) = highest else {
+        return;
+    };
+    let end = ix.final_log.log_end_offset();
+    if end >= highest.high_watermark {
+        return;
+    }
+    let excused = options.synced_corruption_injected
+        && ix
+            .final_log
+            .corruption_detected_at
+            .is_some_and(|detected| detected <= end);
+    if excused {
+        return;
+    }
+    report.record(AnomalyKind::Watermark, || {
+        format!(
+            "read op #{} reported high watermark {}, but the final log ends at offset {end}: \
+             offsets [{end}, {}) were committed and are gone",
+            highest.op, highest.high_watermark, highest.high_watermark
+        )
+    });
+}
+
+/// For each read op, how many [`NodeEvent::Opened`] events the history holds
+/// before its invocation and, if it completed, before its completion.
+fn opens_around(history: &History) -> BTreeMap<OpId, (usize, Option<usize>)> {
+    let mut opens = 0;
+    let mut around: BTreeMap<OpId, (usize, Option<usize>)> = BTreeMap::new();
+    for (id, event) in history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::Invoke(Op::Read { .. }) => {
+                around.insert(id, (opens, None));
+            }
+            EventKind::Complete { op, .. } => {
+                if let Some(entry) = around.get_mut(op) {
+                    entry.1 = Some(opens);
+                }
+            }
+            EventKind::Node(NodeEvent::Opened { .. }) => opens += 1,
+            _ => {}
+        }
+    }
+    around
+}
+
+/// corrupt-read: a reader refused a batch whose CRC failed; that is
+/// acceptable only where the broker could not have known.
+///
+/// Recovery at an open verifies every batch from its recovery point on, so a
+/// corrupt batch served at or above the recovery point of the last open
+/// before the read completed is an anomaly; below it, recovery trusted the
+/// batch unread, and finding it is the background scrubber's job, so a
+/// reader with `check.crcs` refusing it is the system working. And once the
+/// broker has reported corruption at some offset (a
+/// [`NodeEvent::CorruptionFound`] after that open and before the read was
+/// invoked), it must refuse reads there and beyond until the next open, so a
+/// corrupt batch served at or beyond it is an anomaly too. Without any open
+/// recorded the recovery point counts as 0: every corrupt read is reported.
+/// Each corrupt read is reported at most once.
+///
+/// The final log is judged the same way: a batch the broker's read path
+/// served at the offline open whose CRC failed the offline reader's check is
+/// an anomaly at or above that open's recovery point, unless the broker
+/// itself reported corruption at or below it.
+///
+/// Node events are judged by event order, the order the harness recorded
+/// them in with the operations. One linear pass over the history.
+fn check_corrupt_reads(history: &History, final_log: &FinalLog, report: &mut Report) {
+    // The last open: its event id and recovery point.
+    let mut last_open: Option<(usize, Offset)> = None;
+    let mut opens = 0usize;
+    // The lowest corruption the broker reported since the last open (or since
+    // the start of the run), with its event id.
+    let mut found: Option<(Offset, usize)> = None;
+    // For each outstanding read: the opens before its invocation, and the
+    // lowest corruption reported by then.
+    let mut invoked: BTreeMap<OpId, (usize, Option<(Offset, usize)>)> = BTreeMap::new();
+    for (id, event) in history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::Node(NodeEvent::Opened { recovery_point, .. }) => {
+                last_open = Some((id, *recovery_point));
+                opens += 1;
+                found = None;
+            }
+            EventKind::Node(NodeEvent::CorruptionFound { offset })
+                if found.is_none_or(|(lowest, _)| *offset < lowest) =>
+            {
+                found = Some((*offset, id));
+            }
+            EventKind::Invoke(Op::Read { .. }) => {
+                invoked.insert(id, (opens, found));
+            }
+            EventKind::Complete { op, outcome } => {
+                let at_invoke = invoked.remove(op);
+                let Outcome::CorruptRead { offset, reason } = outcome else {
+                    continue;
+                };
+                let offset = *offset;
+                // Corruption reported before an open that came after the
+                // invocation was forgotten by that open, as the broker forgets it.
+                let reported = at_invoke
+                    .filter(|&(opens_then, _)| opens_then == opens)
+                    .and_then(|(_, found)| found);
+                let recovery_point = last_open.map_or(0, |(_, point)| point);
+                if offset >= recovery_point {
+                    report.record(AnomalyKind::CorruptRead, || {
+                        let open = match last_open {
+                            Some((open, _)) => format!("the open at event #{open}"),
+                            None => "no recorded open (so 0)".to_string(),
+                        };
+                        format!(
+                            "read op #{op} was served a corrupt batch at offset {offset} \
+                             ({reason:?}), at or above recovery point {recovery_point} of {open}; \
+                             recovery should have verified that batch and refused it"
+                        )
+                    });
+                } else if let Some((lowest, found_at)) =
+                    reported.filter(|&(lowest, _)| offset >= lowest)
+                {
+                    report.record(AnomalyKind::CorruptRead, || {
+                        format!(
+                            "read op #{op} was served a corrupt batch at offset {offset} \
+                             ({reason:?}), although the broker had reported corruption at offset \
+                             {lowest} (event #{found_at}) before the read was invoked and should \
+                             refuse reads at and beyond it"
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    if let Some(served) = final_log.corrupt_served_at {
+        let reported = final_log
+            .corruption_reported_at
+            .is_some_and(|reported| reported <= served);
+        if served >= final_log.recovery_point && !reported {
+            report.record(AnomalyKind::CorruptRead, || {
+                let reported = match final_log.corruption_reported_at {
+                    Some(at) => format!("only at offset {at}"),
+                    None => "nowhere".to_string(),
+                };
+                format!(
+                    "the final log's read path served a corrupt batch at offset {served}, at or \
+                     above the offline open's recovery point {}, and recovery reported \
+                     corruption {reported}; recovery should have verified that batch and \
+                     refused it",
+                    final_log.recovery_point
+                )
+            });
+        }
+    }
+}
+
 /// One observation of the log start offset next to a high watermark: a fetch
 /// answer, or the final log (start and end).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1062,6 +1487,10 @@ mod tests {
     struct Builder {
         history: History,
         time_ns: u64,
+        /// The high watermark `read_ok` reports: never below one it reported
+        /// before, the end of an acknowledged append, or what the read returns,
+        /// as a correct single node's would be.
+        high_watermark: Offset,
     }
 
     impl Builder {
@@ -1086,6 +1515,9 @@ mod tests {
 
         fn append_ok(&mut self, process: ProcessId, values: &[Value], base_offset: Offset) {
             self.append(process, values, Outcome::Appended { base_offset });
+            self.high_watermark = self
+                .high_watermark
+                .max(offset_at(base_offset, values.len()));
         }
 
         fn append_unknown(&mut self, process: ProcessId, values: &[Value]) {
@@ -1122,6 +1554,52 @@ mod tests {
         }
 
         fn read_ok(&mut self, process: ProcessId, from: Offset, records: &[(Offset, Value)]) {
+            let above = records
+                .iter()
+                .map(|&(offset, _)| offset.saturating_add(1))
+                .max()
+                .unwrap_or(Offset::MIN);
+            self.high_watermark = self.high_watermark.max(above);
+            let high_watermark = self.high_watermark;
+            self.read_with_hw(process, from, records, high_watermark);
+        }
+
+        fn node(&mut self, event: NodeEvent) {
+            let t = self.tick();
+            self.history.node(t, 0, event);
+        }
+
+        fn opened(&mut self, recovery_point: Offset, log_end_offset: Offset) {
+            self.node(NodeEvent::Opened {
+                recovery_point,
+                log_end_offset,
+            });
+        }
+
+        /// A read from `from` refused as corrupt at `offset`.
+        fn read_corrupt(&mut self, process: ProcessId, from: Offset, offset: Offset) -> OpId {
+            let t = self.tick();
+            let op = self.history.invoke(t, process, Op::Read { from });
+            let t = self.tick();
+            self.history.complete(
+                t,
+                op,
+                Outcome::CorruptRead {
+                    offset,
+                    reason: "crc32c mismatch".into(),
+                },
+            );
+            op
+        }
+
+        /// A successful read reporting exactly `high_watermark`.
+        fn read_with_hw(
+            &mut self,
+            process: ProcessId,
+            from: Offset,
+            records: &[(Offset, Value)],
+            high_watermark: Offset,
+        ) -> OpId {
             let t = self.tick();
             let op = self.history.invoke(t, process, Op::Read { from });
             let t = self.tick();
@@ -1130,8 +1608,10 @@ mod tests {
                 op,
                 Outcome::Read {
                     records: records.to_vec(),
+                    high_watermark,
                 },
             );
+            op
         }
     }
 
@@ -1144,7 +1624,8 @@ mod tests {
                 .enumerate()
                 .map(|(i, &value)| (offset_at(start, i), value))
                 .collect(),
-            corruption_detected_at: None,
+            recovery_point: start,
+            ..FinalLog::default()
         }
     }
 
@@ -1155,6 +1636,13 @@ mod tests {
     fn synced_corruption() -> CheckOptions {
         CheckOptions {
             synced_corruption_injected: true,
+            ..CheckOptions::default()
+        }
+    }
+
+    fn gaps_allowed() -> CheckOptions {
+        CheckOptions {
+            offsets_may_have_gaps: true,
             ..CheckOptions::default()
         }
     }
@@ -1195,7 +1683,11 @@ mod tests {
                 "duplicate",
                 "phantom-read",
                 "unreported-corruption",
-                "retention-overreach"
+                "retention-overreach",
+                "serving-above-watermark",
+                "offset-gap",
+                "watermark",
+                "corrupt-read"
             ]
         );
     }
@@ -1293,7 +1785,8 @@ mod tests {
         b.append_unknown(1, &[v(1, 0)]);
         b.read_ok(2, 0, &[(0, v(1, 0))]);
         let report = check_plain(&b, &final_log(0, &[]));
-        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        // The read's high watermark of 1 is gone from the final log too.
+        assert_kinds(&report, &[AnomalyKind::LostWrite, AnomalyKind::Watermark]);
         assert!(report.anomalies[0].detail.contains("read op"));
     }
 
@@ -1470,7 +1963,9 @@ mod tests {
         b.append_ok(1, &[v(1, 0)], 0);
         b.read_ok(2, 0, &[(0, v(1, 0)), (1, Value(0xdead_beef))]);
         let report = check_plain(&b, &final_log(0, &[v(1, 0)]));
-        assert_kinds(&report, &[AnomalyKind::PhantomRead]);
+        // Serving the garbage at offset 1 claimed a high watermark of 2,
+        // which the final log does not reach.
+        assert_kinds(&report, &[AnomalyKind::PhantomRead, AnomalyKind::Watermark]);
     }
 
     #[test]
@@ -1652,8 +2147,13 @@ mod tests {
     fn a_gap_inside_a_read_over_an_acknowledged_record_is_poll_skip() {
         let (mut b, x, log) = three_acked();
         b.read_ok(2, 0, &[(0, x[0]), (2, x[2])]);
-        let report = check_plain(&b, &log);
+        let report = check(&b.history, &log, &gaps_allowed());
         assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        // With dense offsets required, the hole itself is an offset-gap too.
+        assert_kinds(
+            &check_plain(&b, &log),
+            &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap],
+        );
         assert_eq!(report.count(AnomalyKind::PollSkip), 1);
         let detail = &report.anomalies[0].detail;
         assert!(detail.contains("skipping offset 1"), "{detail}");
@@ -1665,8 +2165,13 @@ mod tests {
     fn a_read_starting_above_from_over_a_committed_record_is_poll_skip() {
         let (mut b, x, log) = three_acked();
         b.read_ok(2, 0, &[(1, x[1]), (2, x[2])]);
-        let report = check_plain(&b, &log);
+        let report = check(&b.history, &log, &gaps_allowed());
         assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        // With dense offsets required, the hole itself is an offset-gap too.
+        assert_kinds(
+            &check_plain(&b, &log),
+            &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap],
+        );
         let detail = &report.anomalies[0].detail;
         assert!(detail.contains("started at offset 1"), "{detail}");
         assert!(detail.contains("skipping offset 0"), "{detail}");
@@ -1679,8 +2184,13 @@ mod tests {
         b.append_unknown(1, &x);
         b.read_ok(3, 0, &[(0, x[0]), (1, x[1])]);
         b.read_ok(2, 0, &[(1, x[1])]);
-        let report = check_plain(&b, &final_log(0, &x));
+        let report = check(&b.history, &final_log(0, &x), &gaps_allowed());
         assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        // With dense offsets required, the hole itself is an offset-gap too.
+        assert_kinds(
+            &check_plain(&b, &final_log(0, &x)),
+            &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap],
+        );
         assert!(report.anomalies[0].detail.contains("read op #2"));
     }
 
@@ -1704,14 +2214,19 @@ mod tests {
             read,
             Outcome::Read {
                 records: vec![(1, x[1])],
+                high_watermark: 2,
             },
         );
         b.append_unknown(1, &[x[1]]);
         b.append_unknown(2, &[x[2]]);
         b.append_ok(3, &[x[3]], 3);
         b.read_ok(6, 0, &[(0, x[0]), (1, x[1]), (3, x[3])]);
-        let report = check_plain(&b, &final_log(0, &x));
+        // Both reads have holes, which offset-gap judges by shape alone.
+        let report = check(&b.history, &final_log(0, &x), &gaps_allowed());
         assert!(report.is_valid(), "{}", report.summary());
+        let report = check_plain(&b, &final_log(0, &x));
+        assert_kinds(&report, &[AnomalyKind::OffsetGap]);
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 2);
     }
 
     #[test]
@@ -1720,8 +2235,13 @@ mod tests {
         let x: Vec<Value> = (0..5).map(|seq| v(1, seq)).collect();
         b.append_ok(1, &x, 0);
         b.read_ok(2, 0, &[(1, x[1]), (3, x[3])]);
-        let report = check_plain(&b, &final_log(0, &x));
+        let report = check(&b.history, &final_log(0, &x), &gaps_allowed());
         assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        // With dense offsets required, the hole itself is an offset-gap too.
+        assert_kinds(
+            &check_plain(&b, &final_log(0, &x)),
+            &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap],
+        );
         assert_eq!(report.count(AnomalyKind::PollSkip), 1);
     }
 
@@ -1766,7 +2286,7 @@ mod tests {
         let log = FinalLog {
             log_start_offset: Offset::MAX,
             records: vec![(Offset::MAX, v(1, 0))],
-            corruption_detected_at: None,
+            ..FinalLog::default()
         };
         let report = check_plain(&b, &log);
         assert!(!report.is_valid());
@@ -1781,5 +2301,418 @@ mod tests {
         let log = FinalLog::from(&model);
         assert_eq!(log.log_end_offset(), 2);
         assert!(check_plain(&b, &log).is_valid());
+    }
+
+    /// Records 0..n from process 1, acknowledged one batch, and the final log
+    /// holding them.
+    fn n_acked(n: u32) -> (Builder, Vec<Value>, FinalLog) {
+        let mut b = Builder::default();
+        let values: Vec<Value> = (0..n).map(|seq| v(1, seq)).collect();
+        b.append_ok(1, &values, 0);
+        let log = final_log(0, &values);
+        (b, values, log)
+    }
+
+    fn details(report: &Report, kind: AnomalyKind) -> Vec<&str> {
+        report
+            .anomalies
+            .iter()
+            .filter(|a| a.kind == kind)
+            .map(|a| a.detail.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn reads_below_their_watermark_and_empty_reads_are_valid() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0]), (1, x[1])], 3);
+        b.read_with_hw(2, 3, &[], 3);
+        b.read_with_hw(3, 1, &[(1, x[1]), (2, x[2])], 3);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_record_at_the_watermark_is_serving_above_it() {
+        let (mut b, x, log) = n_acked(3);
+        let read = b.read_with_hw(2, 1, &[(1, x[1]), (2, x[2])], 2);
+        // A later read's higher watermark keeps the watermark rule quiet.
+        b.read_with_hw(2, 0, &[], 3);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::ServingAboveWatermark]);
+        assert_eq!(report.count(AnomalyKind::ServingAboveWatermark), 1);
+        let detail = details(&report, AnomalyKind::ServingAboveWatermark)[0];
+        assert!(detail.contains(&format!("read op #{read}")), "{detail}");
+        assert!(detail.contains("at offset 2"), "{detail}");
+        assert!(detail.contains("high watermark 2"), "{detail}");
+    }
+
+    #[test]
+    fn holes_in_a_read_are_offset_gaps_one_per_hole() {
+        let (mut b, x, log) = n_acked(6);
+        let read = b.read_with_hw(2, 0, &[(1, x[1]), (2, x[2]), (5, x[5])], 6);
+        let report = check(&b.history, &log, &gaps_allowed());
+        // Poll-skip sees the skipped acknowledged records even with gaps allowed.
+        assert_kinds(&report, &[AnomalyKind::PollSkip]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::PollSkip, AnomalyKind::OffsetGap]);
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 2);
+        let gaps = details(&report, AnomalyKind::OffsetGap);
+        assert!(gaps[0].contains(&format!(
+            "read op #{read} from offset 0 started at offset 1"
+        )));
+        assert!(
+            gaps[0].contains("offsets [0, 1) are missing"),
+            "{}",
+            gaps[0]
+        );
+        assert!(
+            gaps[1].contains("offsets [3, 5) are missing"),
+            "{}",
+            gaps[1]
+        );
+    }
+
+    #[test]
+    fn a_hole_over_records_never_committed_is_still_an_offset_gap() {
+        // Nothing was committed at offset 1, so poll-skip has no evidence;
+        // on a topic with dense offsets the shape alone is wrong.
+        let mut b = Builder::default();
+        let x = [v(1, 0), v(2, 0), v(3, 0)];
+        b.append_unknown(1, &[x[0]]);
+        b.append_unknown(2, &[x[1]]);
+        b.append_unknown(3, &[x[2]]);
+        b.read_with_hw(4, 0, &[(0, x[0]), (2, x[2])], 3);
+        let log = final_log(0, &x);
+        assert_kinds(&check_plain(&b, &log), &[AnomalyKind::OffsetGap]);
+        assert!(check(&b.history, &log, &gaps_allowed()).is_valid());
+    }
+
+    #[test]
+    fn a_read_going_backwards_is_not_also_an_offset_gap() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(2, x[2]), (0, x[0])], 3);
+        let report = check_plain(&b, &log);
+        assert!(report.has(AnomalyKind::NonmonotonicPoll));
+        assert!(!report.has(AnomalyKind::OffsetGap), "{}", report.summary());
+    }
+
+    #[test]
+    fn holes_in_the_final_log_are_offset_gaps() {
+        let (b, x, _) = n_acked(1);
+        let mut b = b;
+        let y: Vec<Value> = (0..4).map(|seq| v(2, seq)).collect();
+        for value in &y {
+            b.append_unknown(2, &[*value]);
+        }
+        // A hole at the start: the log claims to start at 0, its first record is at 1.
+        let at_start = FinalLog {
+            log_start_offset: 0,
+            records: vec![(1, y[0]), (2, y[1])],
+            ..FinalLog::default()
+        };
+        let report = check_plain(&b, &at_start);
+        assert!(report.has(AnomalyKind::OffsetGap));
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 1);
+        let detail = details(&report, AnomalyKind::OffsetGap)[0];
+        assert!(detail.contains("offsets [0, 1) are missing"), "{detail}");
+        assert!(detail.contains("final log"), "{detail}");
+
+        // A hole in the middle.
+        let in_middle = FinalLog {
+            log_start_offset: 0,
+            records: vec![(0, x[0]), (1, y[0]), (4, y[1]), (5, y[2]), (7, y[3])],
+            ..FinalLog::default()
+        };
+        let report = check_plain(&b, &in_middle);
+        assert_kinds(&report, &[AnomalyKind::OffsetGap]);
+        let gaps = details(&report, AnomalyKind::OffsetGap);
+        assert_eq!(gaps.len(), 2);
+        assert!(
+            gaps[0].contains("offsets [2, 4) are missing"),
+            "{}",
+            gaps[0]
+        );
+        assert!(
+            gaps[1].contains("offsets [6, 7) are missing"),
+            "{}",
+            gaps[1]
+        );
+
+        // A compacted or transactional topic may have both.
+        assert!(check(&b.history, &in_middle, &gaps_allowed()).is_valid());
+        assert!(!check(&b.history, &at_start, &gaps_allowed()).has(AnomalyKind::OffsetGap));
+    }
+
+    #[test]
+    fn final_log_holes_past_detected_synced_corruption_are_not_offset_gaps() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..3).map(|seq| v(1, seq)).collect();
+        b.append_unknown(1, &x);
+        let mut log = FinalLog {
+            log_start_offset: 0,
+            records: vec![(0, x[0]), (2, x[2])],
+            corruption_detected_at: Some(1),
+            ..FinalLog::default()
+        };
+        assert!(!check(&b.history, &log, &synced_corruption()).has(AnomalyKind::OffsetGap));
+        log.corruption_detected_at = None;
+        assert!(check(&b.history, &log, &synced_corruption()).has(AnomalyKind::OffsetGap));
+    }
+
+    #[test]
+    fn a_watermark_falling_between_sequential_reads_is_reported() {
+        let (mut b, x, log) = n_acked(3);
+        let first = b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let second = b.read_with_hw(3, 0, &[(0, x[0])], 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        assert_eq!(report.count(AnomalyKind::Watermark), 1);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains(&format!("read op #{second} reported high watermark 2")));
+        assert!(detail.contains(&format!("high watermark 3 that read op #{first}")));
+    }
+
+    #[test]
+    fn overlapping_reads_may_report_watermarks_in_either_order() {
+        let (mut b, x, log) = n_acked(3);
+        // Read a is invoked, then read b; b completes with the higher
+        // watermark before a completes with the lower: either may have been
+        // served first.
+        let t = b.tick();
+        let a = b.history.invoke(t, 2, Op::Read { from: 0 });
+        let t = b.tick();
+        let c = b.history.invoke(t, 3, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            c,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 3,
+            },
+        );
+        let t = b.tick();
+        b.history.complete(
+            t,
+            a,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 1,
+            },
+        );
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+        // Equal timestamps are not ordered either: the second read is
+        // invoked at the very nanosecond the first completes.
+        let (mut b, _, log) = n_acked(3);
+        let t = b.tick();
+        let a = b.history.invoke(t, 2, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            a,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 3,
+            },
+        );
+        let c = b.history.invoke(t, 3, Op::Read { from: 0 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            c,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 2,
+            },
+        );
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_watermark_falling_across_a_restart_is_reported_unless_it_may_regress() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        b.opened(0, 2);
+        b.read_with_hw(2, 0, &[(0, x[0])], 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        let report = check(&b.history, &log, &regress);
+        assert!(report.is_valid(), "{}", report.summary());
+        // Within one open it still may not move back.
+        b.read_with_hw(2, 0, &[(0, x[0])], 1);
+        let report = check(&b.history, &log, &regress);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains("within one open"), "{detail}");
+        assert!(detail.contains("high watermark 1, below the high watermark 2"));
+    }
+
+    #[test]
+    fn a_read_spanning_a_restart_is_not_compared_when_the_watermark_may_regress() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let t = b.tick();
+        let spanning = b.history.invoke(t, 2, Op::Read { from: 0 });
+        b.opened(0, 1);
+        let t = b.tick();
+        b.history.complete(
+            t,
+            spanning,
+            Outcome::Read {
+                records: vec![(0, x[0])],
+                high_watermark: 1,
+            },
+        );
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        assert!(check(&b.history, &log, &regress).is_valid());
+        assert!(check_plain(&b, &log).has(AnomalyKind::Watermark));
+    }
+
+    #[test]
+    fn a_final_log_ending_below_the_watermark_is_reported() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..3).map(|seq| v(1, seq)).collect();
+        b.append_unknown(1, &x);
+        // Nothing read or acknowledged is lost: only the watermark shows
+        // that offset 2 was committed.
+        let read = b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        let log = final_log(0, &x[..2]);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains(&format!("read op #{read} reported high watermark 3")));
+        assert!(detail.contains("offsets [2, 3)"), "{detail}");
+
+        // Detected corruption of synced data at or below the end excuses it.
+        let mut corrupted = log.clone();
+        corrupted.corruption_detected_at = Some(2);
+        assert!(check(&b.history, &corrupted, &synced_corruption()).is_valid());
+        // Detected above the end, it does not.
+        corrupted.corruption_detected_at = Some(3);
+        assert!(check(&b.history, &corrupted, &synced_corruption()).has(AnomalyKind::Watermark));
+        // Without the injection the detection excuses nothing.
+        corrupted.corruption_detected_at = Some(2);
+        assert!(check_plain(&b, &corrupted).has(AnomalyKind::Watermark));
+        // Page-cache mode with power loss may lose it.
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        assert!(check(&b.history, &log, &regress).is_valid());
+    }
+
+    #[test]
+    fn a_corrupt_read_below_the_recovery_point_is_acceptable() {
+        let (mut b, _, log) = n_acked(4);
+        b.opened(2, 4);
+        b.read_corrupt(2, 0, 1);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+        assert_eq!(report.ops_failed, 1);
+        assert_eq!(report.ops_ok, 1);
+    }
+
+    #[test]
+    fn a_corrupt_read_at_or_above_the_recovery_point_is_reported() {
+        let (mut b, _, log) = n_acked(4);
+        b.opened(2, 4);
+        let at = b.read_corrupt(2, 0, 2);
+        let above = b.read_corrupt(2, 3, 3);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        assert_eq!(report.count(AnomalyKind::CorruptRead), 2);
+        let reads = details(&report, AnomalyKind::CorruptRead);
+        assert!(reads[0].contains(&format!(
+            "read op #{at} was served a corrupt batch at offset 2"
+        )));
+        assert!(reads[0].contains("recovery point 2 of the open at event #2"));
+        assert!(reads[1].contains(&format!("read op #{above}")));
+    }
+
+    #[test]
+    fn without_a_recorded_open_every_corrupt_read_is_reported() {
+        let (mut b, _, log) = n_acked(2);
+        b.read_corrupt(2, 0, 0);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        assert!(details(&report, AnomalyKind::CorruptRead)[0].contains("no recorded open"));
+    }
+
+    #[test]
+    fn a_corrupt_read_at_or_beyond_reported_corruption_is_reported() {
+        let (mut b, _, log) = n_acked(6);
+        b.opened(5, 6);
+        b.node(NodeEvent::CorruptionFound { offset: 3 });
+        b.node(NodeEvent::CorruptionFound { offset: 2 });
+        // Below the lowest reported corruption: the scrubber's business.
+        b.read_corrupt(2, 0, 1);
+        let at = b.read_corrupt(2, 2, 2);
+        let beyond = b.read_corrupt(2, 3, 4);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        let reads = details(&report, AnomalyKind::CorruptRead);
+        assert_eq!(reads.len(), 2);
+        assert!(reads[0].contains(&format!("read op #{at}")), "{}", reads[0]);
+        assert!(reads[0].contains("reported corruption at offset 2 (event #4)"));
+        assert!(
+            reads[1].contains(&format!("read op #{beyond}")),
+            "{}",
+            reads[1]
+        );
+    }
+
+    #[test]
+    fn reported_corruption_counts_only_until_the_next_open_and_after_invocation() {
+        let (mut b, _, log) = n_acked(6);
+        b.opened(5, 6);
+        // Reported while the read was in flight: the read may have been
+        // served before the report.
+        let t = b.tick();
+        let read = b.history.invoke(t, 2, Op::Read { from: 0 });
+        b.node(NodeEvent::CorruptionFound { offset: 1 });
+        let t = b.tick();
+        b.history.complete(
+            t,
+            read,
+            Outcome::CorruptRead {
+                offset: 2,
+                reason: "crc".into(),
+            },
+        );
+        // Forgotten by the next open, as the broker forgets it.
+        b.opened(5, 6);
+        b.read_corrupt(2, 0, 2);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+    }
+
+    #[test]
+    fn a_corrupt_batch_served_in_the_final_log_is_judged_by_the_offline_open() {
+        let (b, _, log) = n_acked(4);
+        let mut served = log.clone();
+        served.recovery_point = 2;
+        served.corrupt_served_at = Some(1);
+        assert!(check_plain(&b, &served).is_valid());
+        served.corrupt_served_at = Some(2);
+        let report = check_plain(&b, &served);
+        assert_kinds(&report, &[AnomalyKind::CorruptRead]);
+        let detail = details(&report, AnomalyKind::CorruptRead)[0];
+        assert!(detail.contains("offset 2"), "{detail}");
+        assert!(detail.contains("recovery point 2"), "{detail}");
+        // Recovery reporting corruption at or below it is the broker knowing.
+        served.corruption_reported_at = Some(2);
+        assert!(check_plain(&b, &served).is_valid());
+        served.corruption_reported_at = Some(3);
+        assert!(check_plain(&b, &served).has(AnomalyKind::CorruptRead));
     }
 }

@@ -15,6 +15,11 @@
 //! - Every value is written by at most one append invocation, and appends are
 //!   never empty, so a value observed anywhere names exactly one write.
 //!
+//! Node events ([`NodeEvent`]: the log was opened, the broker found
+//! corruption) are facts the system under test reported about itself; the
+//! history records them in order with everything else but asserts nothing
+//! about their content, which is the checkers' to judge.
+//!
 //! A violated invariant is a bug in the harness, not in the system under test,
 //! so it panics instead of being reported as an anomaly.
 
@@ -79,8 +84,18 @@ pub enum Op {
 pub enum Outcome {
     /// Append acknowledged: values were assigned offsets base_offset.. base_offset+len-1.
     Appended { base_offset: Offset },
-    /// Read returned these records (offset, value), in the order returned.
-    Read { records: Vec<(Offset, Value)> },
+    /// Read returned these records (offset, value), in the order returned,
+    /// and the high watermark the same fetch answer reported.
+    Read {
+        records: Vec<(Offset, Value)>,
+        high_watermark: Offset,
+    },
+    /// The read was served a batch whose CRC-32C check failed in the reader,
+    /// which refused the answer (as Java's `check.crcs=true` does). `offset`
+    /// is the first offset the refused batch claims, or the read's position
+    /// when the batch header is unreadable. It is a failed operation that
+    /// observed no records.
+    CorruptRead { offset: Offset, reason: String },
     /// Definitely did not take effect.
     Failed { reason: String },
     /// May or may not have taken effect (timeout, connection lost, IO error after a write).
@@ -97,6 +112,39 @@ pub enum EventKind {
     /// Something the system under test or the nemesis reported (crash, restart,
     /// detected corruption...), kept for the report.
     Note(String),
+    /// A fact about the node's log that the checkers judge reads against.
+    Node(NodeEvent),
+}
+
+/// What the node reported about its partition log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// The partition's log was opened (node start): recovery trusted every
+    /// batch below `recovery_point` without reading it and verified (length,
+    /// CRC) every batch from there to `log_end_offset`.
+    Opened {
+        recovery_point: Offset,
+        log_end_offset: Offset,
+    },
+    /// The broker itself found a corrupt batch at `offset` (recovery
+    /// truncation or the background scrubber) and from now on refuses reads
+    /// at and beyond it until the next open.
+    CorruptionFound { offset: Offset },
+}
+
+impl fmt::Display for NodeEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeEvent::Opened {
+                recovery_point,
+                log_end_offset,
+            } => write!(
+                f,
+                "opened recovery_point={recovery_point} log_end_offset={log_end_offset}"
+            ),
+            NodeEvent::CorruptionFound { offset } => write!(f, "corruption-found offset={offset}"),
+        }
+    }
 }
 
 /// One timestamped entry of a history.
@@ -200,7 +248,9 @@ impl History {
         );
         let kind_matches = !matches!(
             (invoked, &outcome),
-            (Op::Append { .. }, Outcome::Read { .. }) | (Op::Read { .. }, Outcome::Appended { .. })
+            (Op::Append { .. }, Outcome::Read { .. })
+                | (Op::Append { .. }, Outcome::CorruptRead { .. })
+                | (Op::Read { .. }, Outcome::Appended { .. })
         );
         assert!(
             kind_matches,
@@ -222,6 +272,19 @@ impl History {
             time_ns,
             process,
             kind: EventKind::Note(text.into()),
+        });
+    }
+
+    /// Records what the node reported about its log (opened, corruption
+    /// found); the corrupt-read and watermark checkers judge reads by the
+    /// latest of these before them, so they must be recorded when they
+    /// happen, in order with the operations.
+    pub fn node(&mut self, time_ns: u64, process: ProcessId, event: NodeEvent) {
+        self.assert_time_moves_forward(time_ns);
+        self.events.push(Event {
+            time_ns,
+            process,
+            kind: EventKind::Node(event),
         });
     }
 
@@ -257,7 +320,7 @@ impl History {
                         operation.outcome = Some(outcome.clone());
                     }
                 }
-                EventKind::Note(_) => {}
+                EventKind::Note(_) | EventKind::Node(_) => {}
             }
         }
         operations
@@ -300,8 +363,11 @@ impl fmt::Display for History {
                     Outcome::Appended { base_offset } => {
                         writeln!(f, "ok appended base_offset={base_offset}")?
                     }
-                    Outcome::Read { records } => {
-                        write!(f, "ok read [")?;
+                    Outcome::Read {
+                        records,
+                        high_watermark,
+                    } => {
+                        write!(f, "ok read hw={high_watermark} [")?;
                         write_separated(
                             f,
                             records
@@ -310,10 +376,14 @@ impl fmt::Display for History {
                         )?;
                         writeln!(f, "]")?;
                     }
+                    Outcome::CorruptRead { offset, reason } => {
+                        writeln!(f, "fail corrupt-read offset={offset} {reason:?}")?
+                    }
                     Outcome::Failed { reason } => writeln!(f, "fail {reason:?}")?,
                     Outcome::Unknown { reason } => writeln!(f, "info {reason:?}")?,
                 },
                 EventKind::Note(text) => writeln!(f, "note {text:?}")?,
+                EventKind::Node(node) => writeln!(f, "node {node}")?,
             }
         }
         Ok(())
@@ -403,6 +473,7 @@ mod tests {
             r,
             Outcome::Read {
                 records: vec![(5, v(3, 7)), (6, v(3, 8))],
+                high_watermark: 7,
             },
         );
         let f = h.invoke(
@@ -434,16 +505,38 @@ mod tests {
             },
         );
         h.note(12406, 0, "crash\nnode 1");
+        h.node(
+            12407,
+            0,
+            NodeEvent::Opened {
+                recovery_point: 5,
+                log_end_offset: 7,
+            },
+        );
+        let c = h.invoke(12408, 4, Op::Read { from: 5 });
+        h.complete(
+            12409,
+            c,
+            Outcome::CorruptRead {
+                offset: 5,
+                reason: "crc mismatch".into(),
+            },
+        );
+        h.node(12410, 0, NodeEvent::CorruptionFound { offset: 5 });
         let expected = "\
 12345 p3 invoke append [p3#7, p3#8]
 12346 p4 invoke read from=5
 12400 p3 ok appended base_offset=5
-12401 p4 ok read [5:p3#7, 6:p3#8]
+12401 p4 ok read hw=7 [5:p3#7, 6:p3#8]
 12402 p3 invoke append [p3#9]
 12403 p3 fail \"not leader\"
 12404 p3 invoke append [p3#10]
 12405 p3 info \"timeout\"
 12406 p0 note \"crash\\nnode 1\"
+12407 p0 node opened recovery_point=5 log_end_offset=7
+12408 p4 invoke read from=5
+12409 p4 fail corrupt-read offset=5 \"crc mismatch\"
+12410 p0 node corruption-found offset=5
 ";
         assert_eq!(h.render(), expected);
         assert_eq!(h.render().lines().count(), h.events().len());
@@ -470,15 +563,36 @@ mod tests {
     fn completing_twice_panics() {
         let mut h = History::new();
         let r = h.invoke(1, 1, Op::Read { from: 0 });
-        h.complete(2, r, Outcome::Read { records: vec![] });
-        h.complete(3, r, Outcome::Read { records: vec![] });
+        h.complete(
+            2,
+            r,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 0,
+            },
+        );
+        h.complete(
+            3,
+            r,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 0,
+            },
+        );
     }
 
     #[test]
     #[should_panic(expected = "only 0 events")]
     fn completing_a_missing_op_panics() {
         let mut h = History::new();
-        h.complete(1, 0, Outcome::Read { records: vec![] });
+        h.complete(
+            1,
+            0,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 0,
+            },
+        );
     }
 
     #[test]
@@ -486,7 +600,14 @@ mod tests {
     fn completing_a_note_panics() {
         let mut h = History::new();
         h.note(1, 1, "hello");
-        h.complete(2, 0, Outcome::Read { records: vec![] });
+        h.complete(
+            2,
+            0,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 0,
+            },
+        );
     }
 
     #[test]
@@ -495,6 +616,66 @@ mod tests {
         let mut h = History::new();
         let r = h.invoke(1, 1, Op::Read { from: 0 });
         h.complete(2, r, Outcome::Appended { base_offset: 0 });
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong kind")]
+    fn completing_an_append_as_a_corrupt_read_panics() {
+        let mut h = History::new();
+        let a = h.invoke(
+            1,
+            1,
+            Op::Append {
+                values: vec![v(1, 0)],
+            },
+        );
+        h.complete(
+            2,
+            a,
+            Outcome::CorruptRead {
+                offset: 0,
+                reason: "crc".into(),
+            },
+        );
+    }
+
+    #[test]
+    fn node_events_are_kept_in_order_but_are_not_operations() {
+        let mut h = History::new();
+        h.node(
+            1,
+            0,
+            NodeEvent::Opened {
+                recovery_point: 0,
+                log_end_offset: 0,
+            },
+        );
+        let r = h.invoke(2, 1, Op::Read { from: 0 });
+        h.node(3, 0, NodeEvent::CorruptionFound { offset: 4 });
+        h.complete(
+            4,
+            r,
+            Outcome::Read {
+                records: vec![],
+                high_watermark: 0,
+            },
+        );
+        let ops = h.operations();
+        assert_eq!(ops.len(), 1);
+        assert_eq!(ops[0].id, r);
+        assert_eq!(ops[0].complete_ns, Some(4));
+        assert_eq!(
+            h.events()[2].kind,
+            EventKind::Node(NodeEvent::CorruptionFound { offset: 4 })
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "time went backwards")]
+    fn a_node_event_going_back_in_time_panics() {
+        let mut h = History::new();
+        h.note(10, 0, "a");
+        h.node(9, 0, NodeEvent::CorruptionFound { offset: 0 });
     }
 
     #[test]

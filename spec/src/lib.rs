@@ -7,12 +7,14 @@
 //!
 //! - [`history`] records what a workload did and saw, in Jepsen's terms:
 //!   sequential processes invoking operations that complete ok, fail, or
-//!   with an unknown outcome.
+//!   with an unknown outcome, and what the node reported about its log
+//!   (opened with a recovery point, found corruption).
 //! - [`model`] is the reference partition log: dense offsets, ordered records.
 //! - [`checker`] judges a history plus the log as read offline after the run,
 //!   and reports anomalies under Jepsen's names (lost-write,
 //!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
-//!   duplicate, phantom-read, unreported-corruption, retention-overreach).
+//!   duplicate, phantom-read, unreported-corruption, retention-overreach,
+//!   serving-above-watermark, offset-gap, watermark, corrupt-read).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be
@@ -27,6 +29,6 @@ pub use checker::{
     ANOMALY_DETAILS_MAX,
 };
 pub use history::{
-    Event, EventKind, History, Offset, Op, OpId, Operation, Outcome, ProcessId, Value,
+    Event, EventKind, History, NodeEvent, Offset, Op, OpId, Operation, Outcome, ProcessId, Value,
 };
 pub use model::{LogModel, ModelError};

@@ -111,7 +111,12 @@ fn generate(seed: u64) -> Run {
                     samsa_spec::EventKind::Invoke(Op::Read { from }) => {
                         let max = 1 + rng.below(READ_RECORDS_MAX) as usize;
                         match model.read(*from, max) {
-                            Ok(records) => Outcome::Read { records },
+                            // Everything the model holds is committed, so its
+                            // end is the high watermark when the read takes effect.
+                            Ok(records) => Outcome::Read {
+                                records,
+                                high_watermark: model.log_end_offset(),
+                            },
                             Err(error) => Outcome::Failed {
                                 reason: error.to_string(),
                             },
@@ -251,14 +256,21 @@ fn edit_reads(
             }
             samsa_spec::EventKind::Complete { op, outcome } => {
                 let outcome = match outcome {
-                    Outcome::Read { records } => Outcome::Read {
+                    Outcome::Read {
+                        records,
+                        high_watermark,
+                    } => Outcome::Read {
                         records: edit(*op, records),
+                        high_watermark: *high_watermark,
                     },
                     other => other.clone(),
                 };
                 copy.complete(event.time_ns, *op, outcome);
             }
             samsa_spec::EventKind::Note(text) => copy.note(event.time_ns, event.process, text),
+            samsa_spec::EventKind::Node(node) => {
+                copy.node(event.time_ns, event.process, node.clone())
+            }
         }
     }
     copy
@@ -275,7 +287,7 @@ fn reads_going_backwards_are_nonmonotonic_polls() {
             .operations()
             .into_iter()
             .find_map(|o| match o.outcome {
-                Some(Outcome::Read { records }) if records.len() >= 2 => Some(o.id),
+                Some(Outcome::Read { records, .. }) if records.len() >= 2 => Some(o.id),
                 _ => None,
             })
         else {
@@ -319,7 +331,7 @@ fn reads_skipping_acknowledged_records_are_poll_skips() {
         }
         // A read whose second record was acknowledged before the read began.
         let target = operations.iter().find_map(|o| match &o.outcome {
-            Some(Outcome::Read { records })
+            Some(Outcome::Read { records, .. })
                 if records.len() >= 3
                     && acked_ns
                         .get(&records[1].0)
