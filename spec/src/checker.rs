@@ -15,17 +15,22 @@
 //!
 //! Invariants the checkers rely on, all guaranteed by [`History`]: values are
 //! unique per append invocation, a process is sequential, and every outcome is
-//! of its operation's kind. The checkers trust nothing else: offsets and values
-//! in outcomes and in the final log are data to judge, never to unwrap.
+//! of its operation's kind, and events (node events included) are in time
+//! order. The checkers trust nothing else: offsets, high watermarks, recovery
+//! points and values in outcomes, node events and the final log are data to
+//! judge, never to unwrap.
 //!
 //! Every checker runs in time linear in the history plus the final log
 //! (map lookups, no pairwise comparisons), because CI checks thousands of
 //! seeds with 10^4 to 10^5 events each. The exceptions are poll-skip, which
 //! scans the offsets a read skipped: free on valid runs, where reads skip
 //! nothing, and bounded by one report per read on broken ones; and the
-//! watermark's real-time order, which sorts the reads once (n log n). Output is deterministic: maps are only
-//! used for lookups, and anomalies are found by walking the history and the
-//! final log in order, so two runs of one seed produce identical reports.
+//! watermark's real-time order, which sorts the reads once (n log n).
+//!
+//! Output is deterministic: maps are only used for lookups, and anomalies
+//! are found by walking the history and the final log in order (ties in the
+//! watermark's sort broken by op id), so two runs of one seed produce
+//! identical reports.
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};

@@ -7,9 +7,11 @@
 //! guards against false positives, which would make the simulation useless,
 //! as much as against missed anomalies.
 
+use std::collections::BTreeMap;
+
 use samsa_spec::{
-    check, AnomalyKind, CheckOptions, FinalLog, History, LogModel, Offset, Op, OpId, Outcome,
-    ProcessId, Value,
+    check, AnomalyKind, CheckOptions, Event, EventKind, FinalLog, History, LogModel, NodeEvent,
+    Offset, Op, OpId, Outcome, ProcessId, Value,
 };
 
 const SEEDS: u64 = 300;
@@ -49,7 +51,15 @@ struct Run {
 /// Runs concurrent processes against the model. Appends and reads take effect
 /// at completion, which lies within the operation's interval, so the history
 /// is linearizable by construction; unknown appends take effect or not at
-/// random, and failed ones never do.
+/// random, and failed ones never do. A read reports the model's end as its
+/// high watermark, since everything the model holds is committed and the
+/// model only grows.
+///
+/// Now and then the node restarts: an open with a random recovery point,
+/// which loses nothing (the model is durable). A read from below the current
+/// recovery point is sometimes refused as corrupt at an offset below it too,
+/// which is the one place a corrupt read is acceptable: recovery trusted
+/// that batch unread.
 fn generate(seed: u64) -> Run {
     let mut rng = Rng(seed);
     let mut history = History::new();
@@ -58,6 +68,7 @@ fn generate(seed: u64) -> Run {
     let mut outstanding: Vec<Option<OpId>> = vec![None; PROCESSES as usize];
     let mut next_seq = vec![0u32; PROCESSES as usize];
     let mut time_ns = 0u64;
+    let mut recovery_point: Option<Offset> = None;
     for _ in 0..STEPS {
         time_ns += 1 + rng.below(1000);
         let slot = rng.below(u64::from(PROCESSES)) as usize;
@@ -81,7 +92,7 @@ fn generate(seed: u64) -> Run {
             }
             Some(id) => {
                 let outcome = match &history.events()[id].kind {
-                    samsa_spec::EventKind::Invoke(Op::Append { values }) => {
+                    EventKind::Invoke(Op::Append { values }) => {
                         let values = values.clone();
                         match rng.below(10) {
                             0 => Outcome::Failed {
@@ -108,9 +119,18 @@ fn generate(seed: u64) -> Run {
                             }
                         }
                     }
-                    samsa_spec::EventKind::Invoke(Op::Read { from }) => {
+                    EventKind::Invoke(Op::Read { from }) => {
+                        let from = *from;
                         let max = 1 + rng.below(READ_RECORDS_MAX) as usize;
-                        match model.read(*from, max) {
+                        let trusted_unread = recovery_point.filter(|&point| from < point);
+                        match model.read(from, max) {
+                            Ok(_) if trusted_unread.is_some() && rng.chance(20) => {
+                                let point = trusted_unread.unwrap_or(from);
+                                Outcome::CorruptRead {
+                                    offset: from + rng.below((point - from) as u64) as Offset,
+                                    reason: "crc32c mismatch".into(),
+                                }
+                            }
                             // Everything the model holds is committed, so its
                             // end is the high watermark when the read takes effect.
                             Ok(records) => Outcome::Read {
@@ -130,10 +150,23 @@ fn generate(seed: u64) -> Run {
         if rng.chance(1) {
             history.note(time_ns, 0, "nemesis: nothing happened");
         }
+        if rng.chance(2) {
+            let end = model.log_end_offset();
+            let point = rng.below(end as u64 + 1) as Offset;
+            recovery_point = Some(point);
+            history.node(
+                time_ns,
+                0,
+                NodeEvent::Opened {
+                    recovery_point: point,
+                    log_end_offset: end,
+                },
+            );
+        }
     }
     // Operations still outstanding never complete; their appends may have landed.
     for id in outstanding.into_iter().flatten() {
-        if let samsa_spec::EventKind::Invoke(Op::Append { values }) = &history.events()[id].kind {
+        if let EventKind::Invoke(Op::Append { values }) = &history.events()[id].kind {
             if rng.chance(50) {
                 model.append(values);
             }
@@ -148,6 +181,7 @@ fn generate(seed: u64) -> Run {
 
 #[test]
 fn model_histories_are_valid() {
+    let (mut opens, mut corrupt_reads) = (0u64, 0u64);
     for seed in 0..SEEDS {
         let run = generate(seed);
         let report = check(
@@ -157,7 +191,30 @@ fn model_histories_are_valid() {
         );
         assert!(report.is_valid(), "seed {seed}:\n{}", report.summary());
         assert!(report.ops_ok > 0, "seed {seed} exercised nothing");
+        let lenient = CheckOptions {
+            offsets_may_have_gaps: true,
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        let report = check(&run.history, &FinalLog::from(&run.model), &lenient);
+        assert!(report.is_valid(), "seed {seed}:\n{}", report.summary());
+        for event in run.history.events() {
+            match &event.kind {
+                EventKind::Node(NodeEvent::Opened { .. }) => opens += 1,
+                EventKind::Complete {
+                    outcome: Outcome::CorruptRead { .. },
+                    ..
+                } => corrupt_reads += 1,
+                _ => {}
+            }
+        }
     }
+    // The valid runs must exercise what the new checkers judge.
+    assert!(opens > SEEDS, "only {opens} opens in {SEEDS} seeds");
+    assert!(
+        corrupt_reads > SEEDS / 4,
+        "only {corrupt_reads} corrupt reads in {SEEDS} seeds"
+    );
 }
 
 #[test]
@@ -191,6 +248,10 @@ fn truncated_final_log_loses_writes_unless_corruption_excuses_it() {
             !report.has(AnomalyKind::UnreportedCorruption),
             "seed {seed}"
         );
+        // A watermark reported above the cut is gone with it.
+        if highest_watermark(&run.history) > cut {
+            assert!(report.has(AnomalyKind::Watermark), "seed {seed}");
+        }
 
         let synced = CheckOptions {
             synced_corruption_injected: true,
@@ -242,38 +303,58 @@ fn corrupted_final_logs_are_caught_under_the_right_name() {
     }
 }
 
+/// A copy of `history` with each event passed through `edit`, which gets the
+/// event's index and the event and returns the events to record in its place
+/// (none to drop it, several to insert some before it). Completions name
+/// their invocation by its index in `history`; the copy renumbers them.
+fn rebuild(history: &History, mut edit: impl FnMut(OpId, &Event) -> Vec<Event>) -> History {
+    let mut copy = History::new();
+    let mut renumbered: BTreeMap<OpId, OpId> = BTreeMap::new();
+    for (id, original) in history.events().iter().enumerate() {
+        for event in edit(id, original) {
+            match event.kind {
+                EventKind::Invoke(op) => {
+                    renumbered.insert(id, copy.invoke(event.time_ns, event.process, op));
+                }
+                EventKind::Complete { op, outcome } => {
+                    copy.complete(event.time_ns, renumbered[&op], outcome);
+                }
+                EventKind::Note(text) => copy.note(event.time_ns, event.process, text),
+                EventKind::Node(node) => copy.node(event.time_ns, event.process, node),
+            }
+        }
+    }
+    copy
+}
+
+/// A copy of `history` with each completion's outcome passed through `edit`,
+/// which gets the op id and the outcome.
+fn edit_outcomes(history: &History, mut edit: impl FnMut(OpId, &Outcome) -> Outcome) -> History {
+    rebuild(history, |_, event| {
+        let mut event = event.clone();
+        if let EventKind::Complete { op, outcome } = &mut event.kind {
+            *outcome = edit(*op, outcome);
+        }
+        vec![event]
+    })
+}
+
 /// A copy of `history` with each read's records passed through `edit`, which
 /// gets the read's op id and records.
 fn edit_reads(
     history: &History,
     mut edit: impl FnMut(OpId, &[(Offset, Value)]) -> Vec<(Offset, Value)>,
 ) -> History {
-    let mut copy = History::new();
-    for event in history.events() {
-        match &event.kind {
-            samsa_spec::EventKind::Invoke(op) => {
-                copy.invoke(event.time_ns, event.process, op.clone());
-            }
-            samsa_spec::EventKind::Complete { op, outcome } => {
-                let outcome = match outcome {
-                    Outcome::Read {
-                        records,
-                        high_watermark,
-                    } => Outcome::Read {
-                        records: edit(*op, records),
-                        high_watermark: *high_watermark,
-                    },
-                    other => other.clone(),
-                };
-                copy.complete(event.time_ns, *op, outcome);
-            }
-            samsa_spec::EventKind::Note(text) => copy.note(event.time_ns, event.process, text),
-            samsa_spec::EventKind::Node(node) => {
-                copy.node(event.time_ns, event.process, node.clone())
-            }
-        }
-    }
-    copy
+    edit_outcomes(history, |op, outcome| match outcome {
+        Outcome::Read {
+            records,
+            high_watermark,
+        } => Outcome::Read {
+            records: edit(op, records),
+            high_watermark: *high_watermark,
+        },
+        other => other.clone(),
+    })
 }
 
 #[test]
@@ -355,7 +436,289 @@ fn reads_skipping_acknowledged_records_are_poll_skips() {
         assert!(report.has(AnomalyKind::PollSkip), "seed {seed}");
         assert!(!report.has(AnomalyKind::NonmonotonicPoll), "seed {seed}");
         assert_eq!(report.count(AnomalyKind::PollSkip), 1, "seed {seed}");
+        // The hole is also a hole, unless the topic may have them.
+        assert_eq!(report.count(AnomalyKind::OffsetGap), 1, "seed {seed}");
+        let report = check(&history, &log, &gaps_allowed());
+        assert!(report.has(AnomalyKind::PollSkip), "seed {seed}");
+        assert!(!report.has(AnomalyKind::OffsetGap), "seed {seed}");
         caught += 1;
     }
     assert!(caught > SEEDS / 4, "only {caught} seeds had a read to cut");
+}
+
+fn gaps_allowed() -> CheckOptions {
+    CheckOptions {
+        offsets_may_have_gaps: true,
+        ..CheckOptions::default()
+    }
+}
+
+fn highest_watermark(history: &History) -> Offset {
+    history
+        .operations()
+        .iter()
+        .filter_map(|o| match &o.outcome {
+            Some(Outcome::Read { high_watermark, .. }) => Some(*high_watermark),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(Offset::MIN)
+}
+
+/// The last successful read that some other successful read, completed
+/// before it was invoked, reported a positive high watermark to: the op and
+/// that watermark. Quadratic, which is fine at this size.
+fn read_after_a_watermark(history: &History) -> Option<(OpId, Offset)> {
+    let operations = history.operations();
+    let reads: Vec<(OpId, u64, u64, Offset)> = operations
+        .iter()
+        .filter_map(|o| match (&o.outcome, o.complete_ns) {
+            (Some(Outcome::Read { high_watermark, .. }), Some(t)) => {
+                Some((o.id, o.invoke_ns, t, *high_watermark))
+            }
+            _ => None,
+        })
+        .collect();
+    reads.iter().rev().find_map(|&(id, invoke_ns, _, _)| {
+        let before = reads
+            .iter()
+            .filter(|&&(_, _, complete_ns, _)| complete_ns < invoke_ns)
+            .map(|&(_, _, _, hw)| hw)
+            .max()?;
+        (before > 0).then_some((id, before))
+    })
+}
+
+#[test]
+fn watermarks_moving_back_are_caught_unless_a_restart_may_lose_them() {
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        let Some((target, before)) = read_after_a_watermark(&run.history) else {
+            continue;
+        };
+        let lowered = |op: OpId, outcome: &Outcome| match outcome {
+            Outcome::Read { records, .. } if op == target => Outcome::Read {
+                records: records.clone(),
+                high_watermark: before - 1,
+            },
+            other => other.clone(),
+        };
+        let history = edit_outcomes(&run.history, lowered);
+        let report = check(&history, &log, &CheckOptions::default());
+        assert!(report.has(AnomalyKind::Watermark), "seed {seed}");
+
+        // A restart just before the read: still an anomaly by default, since
+        // the watermark is durable; allowed where a restart may lose data.
+        let restart_before = |id: OpId, event: &Event| {
+            let mut events = Vec::new();
+            if id == target {
+                events.push(Event {
+                    time_ns: event.time_ns,
+                    process: 0,
+                    kind: EventKind::Node(NodeEvent::Opened {
+                        recovery_point: 0,
+                        log_end_offset: before - 1,
+                    }),
+                });
+            }
+            let mut event = event.clone();
+            if let EventKind::Complete { op, outcome } = &mut event.kind {
+                *outcome = lowered(*op, outcome);
+            }
+            events.push(event);
+            events
+        };
+        let history = rebuild(&run.history, restart_before);
+        let report = check(&history, &log, &CheckOptions::default());
+        assert!(report.has(AnomalyKind::Watermark), "seed {seed}");
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        let report = check(&history, &log, &regress);
+        assert!(!report.has(AnomalyKind::Watermark), "seed {seed}");
+        caught += 1;
+    }
+    assert!(
+        caught > SEEDS / 2,
+        "only {caught} seeds had a read to lower"
+    );
+}
+
+#[test]
+fn records_served_at_the_watermark_are_caught() {
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        let target = run
+            .history
+            .operations()
+            .into_iter()
+            .find_map(|o| match o.outcome {
+                Some(Outcome::Read { records, .. }) => {
+                    records.last().map(|&(last, _)| (o.id, last))
+                }
+                _ => None,
+            });
+        let Some((target, last)) = target else {
+            continue;
+        };
+        let history = edit_outcomes(&run.history, |op, outcome| match outcome {
+            Outcome::Read { records, .. } if op == target => Outcome::Read {
+                records: records.clone(),
+                high_watermark: last,
+            },
+            other => other.clone(),
+        });
+        let report = check(&history, &log, &CheckOptions::default());
+        assert_eq!(
+            report.count(AnomalyKind::ServingAboveWatermark),
+            1,
+            "seed {seed}"
+        );
+        caught += 1;
+    }
+    assert!(
+        caught > SEEDS / 2,
+        "only {caught} seeds had a non-empty read"
+    );
+}
+
+#[test]
+fn holes_in_the_final_log_are_offset_gaps() {
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        if log.records.len() < 3 {
+            continue;
+        }
+        for position in [0, log.records.len() / 2] {
+            let mut holed = log.clone();
+            holed.records.remove(position);
+            let report = check(&run.history, &holed, &CheckOptions::default());
+            assert_eq!(report.count(AnomalyKind::OffsetGap), 1, "seed {seed}");
+            let report = check(&run.history, &holed, &gaps_allowed());
+            assert!(!report.has(AnomalyKind::OffsetGap), "seed {seed}");
+        }
+    }
+}
+
+/// The first corrupt read of the history that no open interrupted (none lies
+/// between its invocation and its completion), with the recovery point of
+/// the last open before it.
+fn first_corrupt_read(history: &History) -> Option<(OpId, Offset)> {
+    let mut recovery_point = 0;
+    let mut opens = 0;
+    let mut opens_at_invoke: BTreeMap<OpId, usize> = BTreeMap::new();
+    history
+        .events()
+        .iter()
+        .enumerate()
+        .find_map(|(id, event)| match &event.kind {
+            EventKind::Node(NodeEvent::Opened {
+                recovery_point: point,
+                ..
+            }) => {
+                recovery_point = *point;
+                opens += 1;
+                None
+            }
+            EventKind::Invoke(_) => {
+                opens_at_invoke.insert(id, opens);
+                None
+            }
+            EventKind::Complete {
+                op,
+                outcome: Outcome::CorruptRead { .. },
+            } if opens_at_invoke.get(op) == Some(&opens) => Some((*op, recovery_point)),
+            _ => None,
+        })
+}
+
+#[test]
+fn corrupt_reads_the_broker_should_have_refused_are_caught() {
+    let mut caught = 0;
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let log = FinalLog::from(&run.model);
+        let Some((target, recovery_point)) = first_corrupt_read(&run.history) else {
+            continue;
+        };
+        // At the recovery point: recovery verified that batch.
+        let history = edit_outcomes(&run.history, |op, outcome| match outcome {
+            Outcome::CorruptRead { reason, .. } if op == target => Outcome::CorruptRead {
+                offset: recovery_point,
+                reason: reason.clone(),
+            },
+            other => other.clone(),
+        });
+        let report = check(&history, &log, &CheckOptions::default());
+        assert_eq!(report.count(AnomalyKind::CorruptRead), 1, "seed {seed}");
+
+        // Below it, but the broker had reported corruption there first.
+        let offset = match &run.history.events().iter().find_map(|e| match &e.kind {
+            EventKind::Complete { op, outcome } if *op == target => Some(outcome.clone()),
+            _ => None,
+        }) {
+            Some(Outcome::CorruptRead { offset, .. }) => *offset,
+            other => panic!("seed {seed}: op #{target} is not a corrupt read: {other:?}"),
+        };
+        let reported_first = |id: OpId, event: &Event| {
+            let mut events = Vec::new();
+            if id == target {
+                events.push(Event {
+                    time_ns: event.time_ns,
+                    process: 0,
+                    kind: EventKind::Node(NodeEvent::CorruptionFound { offset }),
+                });
+            }
+            events.push(event.clone());
+            events
+        };
+        let history = rebuild(&run.history, reported_first);
+        let report = check(&history, &log, &CheckOptions::default());
+        assert!(
+            report.has(AnomalyKind::CorruptRead),
+            "seed {seed}: op #{target} offset {offset}\n{}",
+            report.summary()
+        );
+        caught += 1;
+    }
+    assert!(caught > SEEDS / 4, "only {caught} seeds had a corrupt read");
+}
+
+#[test]
+fn a_final_log_serving_a_corrupt_batch_recovery_verified_is_caught() {
+    for seed in 0..SEEDS {
+        let run = generate(seed);
+        let mut log = FinalLog::from(&run.model);
+        let end = log.log_end_offset();
+        if end < 2 {
+            continue;
+        }
+        log.recovery_point = end / 2;
+        log.corrupt_served_at = Some(end / 2 - 1);
+        let report = check(&run.history, &log, &CheckOptions::default());
+        assert!(report.is_valid(), "seed {seed}:\n{}", report.summary());
+        log.corrupt_served_at = Some(end / 2);
+        let report = check(&run.history, &log, &CheckOptions::default());
+        assert_kinds_only(&report, AnomalyKind::CorruptRead, seed);
+        log.corruption_reported_at = Some(end / 2);
+        let report = check(&run.history, &log, &CheckOptions::default());
+        assert!(report.is_valid(), "seed {seed}:\n{}", report.summary());
+    }
+}
+
+fn assert_kinds_only(report: &samsa_spec::Report, kind: AnomalyKind, seed: u64) {
+    for other in AnomalyKind::ALL {
+        assert_eq!(
+            report.has(other),
+            other == kind,
+            "seed {seed}: {other}\n{}",
+            report.summary()
+        );
+    }
 }
