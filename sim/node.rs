@@ -9,6 +9,7 @@ use samsa::broker::Broker;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{Disk, MemDisk};
 use samsa::rt::net::TcpListener;
+use samsa_spec::NodeEvent;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -64,6 +65,15 @@ pub async fn serve(
             ));
         }
         recorder.note(0, note);
+        if partition.topic == TOPIC && partition.index == 0 {
+            recorder.node(
+                0,
+                NodeEvent::Opened {
+                    recovery_point: report.recovery_point,
+                    log_end_offset: report.log_end_offset,
+                },
+            );
+        }
     }
     let listener = match TcpListener::bind(("0.0.0.0", NODE_PORT)).await {
         Ok(l) => l,

@@ -65,7 +65,7 @@ pub fn check(
         }
     }
     let observed = operations.iter().filter_map(|o| match &o.outcome {
-        Some(Outcome::Read { records }) => Some(records.as_slice()),
+        Some(Outcome::Read { records, .. }) => Some(records.as_slice()),
         _ => None,
     });
     for records in observed.chain(std::iter::once(final_log.records.as_slice())) {

@@ -255,9 +255,15 @@ impl Workload {
                         if let Some((last, _)) = records.last() {
                             *position = last + 1;
                         }
-                        Outcome::Read { records }
+                        Outcome::Read {
+                            records,
+                            high_watermark: fetched.high_watermark,
+                        }
                     }
-                    Err(reason) => Outcome::Failed { reason },
+                    Err(Undecodable::Corrupt { offset, reason }) => {
+                        Outcome::CorruptRead { offset, reason }
+                    }
+                    Err(Undecodable::Malformed(reason)) => Outcome::Failed { reason },
                 }
             }
             Ok(fetched) => {
@@ -310,29 +316,75 @@ async fn init_producer_id(client: &mut Client) -> Result<ProducerIdentity, Strin
     })
 }
 
-/// Decodes the workload's records (value = the 8-byte `Value`) at offsets >= `from`. A
-/// partial batch at the end (a fetch cut at its byte limit) ends the records.
-pub fn decode_records(records: bytes::Bytes, from: i64) -> Result<Vec<(i64, Value)>, String> {
+/// Why served bytes could not be read as the workload's records.
+#[derive(Debug)]
+pub enum Undecodable {
+    /// A whole batch failed its length, magic or CRC-32C check: the reader's own
+    /// verification of what was served (Java's `check.crcs=true`), at the batch's offset.
+    Corrupt { offset: i64, reason: String },
+    /// Bytes that verify but are not the workload's records.
+    Malformed(String),
+}
+
+/// Decodes the workload's records (value = the 8-byte `Value`) at offsets >= `from`, checking
+/// every whole batch's CRC first as a client with `check.crcs` does: the simulation's only
+/// CRC check on the read path, so that corrupt data served is reported, not silently refused
+/// by the broker. A partial batch at the end (a fetch cut at its byte limit) ends the records.
+pub fn decode_records(records: bytes::Bytes, from: i64) -> Result<Vec<(i64, Value)>, Undecodable> {
+    match decode_prefix(records, from) {
+        (records, None) => Ok(records),
+        (_, Some(why)) => Err(why),
+    }
+}
+
+/// [`decode_records`] that keeps the records of the batches before the first bad one (the
+/// offline reader's view: everything up to the damage).
+pub fn decode_prefix(records: bytes::Bytes, from: i64) -> (Vec<(i64, Value)>, Option<Undecodable>) {
     let mut out = Vec::new();
+    let why = decode_into(records, from, &mut out).err();
+    (out, why)
+}
+
+fn decode_into(
+    records: bytes::Bytes,
+    from: i64,
+    out: &mut Vec<(i64, Value)>,
+) -> Result<(), Undecodable> {
+    let mut position = from;
     for item in record_batch::batches(records) {
-        let (_, batch) = match item {
+        let (header, batch) = match item {
             Ok(item) => item,
             Err(BatchError::Truncated { .. }) => break,
-            Err(e) => return Err(format!("bad batch in read: {e}")),
+            Err(e) => {
+                return Err(Undecodable::Corrupt {
+                    offset: position,
+                    reason: format!("bad batch in read: {e}"),
+                })
+            }
         };
-        for record in record_batch::records(&batch).map_err(|e| e.to_string())? {
-            let record = record.map_err(|e| e.to_string())?;
+        if let Err(e) = record_batch::verify(&batch) {
+            return Err(Undecodable::Corrupt {
+                offset: header.base_offset,
+                reason: format!(
+                    "batch at offset {} fails verification: {e}",
+                    header.base_offset
+                ),
+            });
+        }
+        position = header.next_offset();
+        let malformed = |e: String| Undecodable::Malformed(e);
+        for record in record_batch::records(&batch).map_err(|e| malformed(e.to_string()))? {
+            let record = record.map_err(|e| malformed(e.to_string()))?;
             if record.offset < from {
                 continue;
             }
-            let value = record
-                .value
-                .filter(|v| v.len() == 8)
-                .ok_or_else(|| format!("record at {} has no 8-byte value", record.offset))?;
+            let value = record.value.filter(|v| v.len() == 8).ok_or_else(|| {
+                Undecodable::Malformed(format!("record at {} has no 8-byte value", record.offset))
+            })?;
             let mut b = [0u8; 8];
             b.copy_from_slice(&value);
             out.push((record.offset, Value(u64::from_be_bytes(b))));
         }
     }
-    Ok(out)
+    Ok(())
 }
