@@ -33,6 +33,10 @@ pub const IO_ERRORS_MAX: u32 = 4;
 pub const DELAYS_MAX: u32 = 40;
 /// The longest delay a point causes here.
 pub const DELAY_MS_MAX: u64 = 40;
+/// After an answer, the crash waits up to this long: long enough for the answer to reach the
+/// client over the simulated network, short enough that unsynced data usually still is.
+pub const ANSWER_HALT_DELAY_MS_MAX: u64 = 12;
+const _: () = assert!(ANSWER_HALT_DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
 const _: () = assert!(DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MIN <= FIRE_PER_MILLION_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MAX <= 1_000_000);
@@ -64,6 +68,8 @@ struct Inner {
     fired: BTreeMap<FaultPoint, u32>,
     /// Set by a halt; the supervisor takes it and schedules the restart.
     halted: bool,
+    /// A halt after an answer is waiting for its delay: no other fault meanwhile.
+    pending_halt: bool,
     crashes: Vec<CrashReport>,
     /// One line per firing, for the nemesis log.
     log: Vec<String>,
@@ -121,6 +127,7 @@ impl PointInjector {
                 delays: 0,
                 fired: BTreeMap::new(),
                 halted: false,
+                pending_halt: false,
                 crashes: Vec::new(),
                 log: Vec::new(),
             }),
@@ -168,11 +175,55 @@ impl PointInjector {
     }
 }
 
+impl Inner {
+    /// Kills the node and crashes its disk with one of the run's modes, in one synchronous
+    /// step (nothing of the node runs in between); the nemesis line, or `None` when no node
+    /// is attached.
+    fn crash_now(&mut self, point: FaultPoint) -> Option<String> {
+        let (Some(disk), Some(node)) = (self.disk.clone(), self.node) else {
+            return None;
+        };
+        *self.fired.entry(point).or_insert(0) += 1;
+        let modes = &self.options.crash_modes;
+        let mode = modes[self.rng.gen_range(0..modes.len())];
+        madsim::runtime::Handle::current().kill(node);
+        let report = disk.crash(mode, &mut self.rng);
+        let text = format!(
+            "fault point {point}: kill node ({}): kept {}/{} unsynced writes, dropped {} bytes{}",
+            mode.name(),
+            report.kept_writes,
+            report.unsynced_writes,
+            report.dropped_bytes,
+            if report.torn { ", torn" } else { "" }
+        );
+        self.crashes.push(report);
+        self.halted = true;
+        Some(text)
+    }
+}
+
 impl FaultInjector for PointInjector {
+    fn halt(&self, point: FaultPoint) -> bool {
+        let mut inner = self.lock();
+        inner.pending_halt = false;
+        if !inner.armed {
+            // The healing phase began meanwhile: no more faults.
+            return false;
+        }
+        match inner.crash_now(point) {
+            Some(text) => {
+                inner.recorder.note(NEMESIS_PROCESS, text.clone());
+                inner.log.push(text);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn at(&self, point: FaultPoint) -> Option<Fault> {
         let mut inner = self.lock();
         let inner = &mut *inner;
-        if !inner.armed || inner.halted {
+        if !inner.armed || inner.halted || inner.pending_halt {
             return None;
         }
         let rate = *inner.rates.get(&point)?;
@@ -195,29 +246,29 @@ impl FaultInjector for PointInjector {
         } else {
             return None;
         };
-        *inner.fired.entry(point).or_insert(0) += 1;
+        if !matches!(fault, Fault::Halt) {
+            *inner.fired.entry(point).or_insert(0) += 1;
+        }
         let text = match fault {
             Fault::Halt => {
-                let (Some(disk), Some(node)) = (inner.disk.clone(), inner.node) else {
-                    return None;
+                let answered = matches!(
+                    point,
+                    FaultPoint::FetchAnsweredUnsynced | FaultPoint::ProduceAnsweredUnsynced
+                );
+                if answered {
+                    // After an answer: let it reach the client first (the node runs on
+                    // meanwhile), then crash; `halt` does it.
+                    inner.halts += 1;
+                    let ms = inner.rng.gen_range(1..=ANSWER_HALT_DELAY_MS_MAX);
+                    *inner.fired.entry(point).or_insert(0) += 1;
+                    inner.pending_halt = true;
+                    return Some(Fault::HaltAfterMs(ms));
+                }
+                let text = match inner.crash_now(point) {
+                    Some(text) => text,
+                    None => return None,
                 };
                 inner.halts += 1;
-                let modes = &inner.options.crash_modes;
-                let mode = modes[inner.rng.gen_range(0..modes.len())];
-                // Kill first, then crash the disk: the same order as the nemesis's kills, and
-                // nothing of the node runs in between (this is one synchronous step).
-                madsim::runtime::Handle::current().kill(node);
-                let report = disk.crash(mode, &mut inner.rng);
-                let text = format!(
-                    "fault point {point}: kill node ({}): kept {}/{} unsynced writes, dropped {} bytes{}",
-                    mode.name(),
-                    report.kept_writes,
-                    report.unsynced_writes,
-                    report.dropped_bytes,
-                    if report.torn { ", torn" } else { "" }
-                );
-                inner.crashes.push(report);
-                inner.halted = true;
                 text
             }
             Fault::IoError => {
@@ -228,6 +279,7 @@ impl FaultInjector for PointInjector {
                 inner.delays += 1;
                 format!("fault point {point}: delay {ms} ms")
             }
+            Fault::HaltAfterMs(_) => unreachable!("chosen only above, and returned there"),
         };
         inner.recorder.note(NEMESIS_PROCESS, text.clone());
         inner.log.push(text);

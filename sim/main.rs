@@ -14,7 +14,8 @@ mod retention;
 mod workload;
 
 use harness::{run_seed, run_suite, Options};
-use samsa::log::FlushPolicy;
+use samsa::broker::config::BrokerBugs;
+use samsa::log::{FlushPolicy, LogBugs};
 use samsa::rt::disk::CrashMode;
 use samsa::rt::fault::FaultPoint;
 use samsa_spec::AnomalyKind;
@@ -221,6 +222,154 @@ fn retries_without_broker_deduplication_are_caught_as_duplicates() {
         caught.len() >= 5,
         "expected duplicate in most of seeds {seeds:?} without broker deduplication, caught in {caught:?}"
     );
+}
+
+/// The first seeds a planted bug's test runs; its checker must report the bug on at least
+/// `PLANTED_CAUGHT_MIN` of them.
+const PLANTED_SEEDS: std::ops::Range<u64> = 1..101;
+const PLANTED_CAUGHT_MIN: usize = 5;
+
+/// Runs a planted bug over [`PLANTED_SEEDS`] and requires `kind` on enough of them.
+fn planted_bug_is_caught(bug: &str, options: &Options, kind: AnomalyKind) {
+    let dump = std::env::var_os("SAMSA_SIM_DUMP_PLANTED").is_some();
+    let caught: Vec<u64> = PLANTED_SEEDS
+        .filter(|&seed| {
+            let outcome = run_seed(seed, options);
+            if dump {
+                eprintln!(
+                    "seed {seed}: {}\n{}",
+                    harness::dump_history(bug, &outcome),
+                    outcome.report
+                );
+            }
+            outcome.report.has(kind)
+        })
+        .collect();
+    eprintln!(
+        "planted bug {bug}: {kind} on {} of seeds {PLANTED_SEEDS:?}",
+        caught.len()
+    );
+    assert!(
+        caught.len() >= PLANTED_CAUGHT_MIN,
+        "planted bug {bug}: expected {kind} on at least {PLANTED_CAUGHT_MIN} of seeds {PLANTED_SEEDS:?}, caught on {caught:?}"
+    );
+}
+
+/// Planted bug: consumer reads bounded by the log end instead of the high watermark, on the
+/// copying path (every answer copied).
+#[test]
+fn planted_read_above_watermark_is_caught() {
+    let options = Options {
+        zero_copy_bytes_min: usize::MAX,
+        bugs: BrokerBugs {
+            read_bound_log_end: true,
+            ..BrokerBugs::default()
+        },
+        ..Options::default()
+    };
+    planted_bug_is_caught(
+        "read_bound_log_end",
+        &options,
+        AnomalyKind::ServingAboveWatermark,
+    );
+}
+
+/// Planted bug: the same on the zero-copy path (file regions), every answer from regions.
+#[test]
+fn planted_zero_copy_read_above_watermark_is_caught() {
+    let options = Options {
+        zero_copy_bytes_min: 0,
+        bugs: BrokerBugs {
+            zero_copy_read_bound_log_end: true,
+            ..BrokerBugs::default()
+        },
+        ..Options::default()
+    };
+    planted_bug_is_caught(
+        "zero_copy_read_bound_log_end",
+        &options,
+        AnomalyKind::ServingAboveWatermark,
+    );
+}
+
+/// Planted bug: the high watermark advanced to the log end over other requests' unsynced
+/// appends; a power loss right after an answer takes what it covered.
+#[test]
+fn planted_watermark_over_unsynced_appends_is_caught() {
+    let options = Options {
+        bugs: BrokerBugs {
+            high_watermark_by_log_end: true,
+            ..BrokerBugs::default()
+        },
+        // Slow syncs let appends pile up behind one; a power loss right after an answer
+        // takes what the answer's high watermark covered.
+        crash_modes: vec![CrashMode::PowerLossDropUnsynced],
+        fault_points_always: vec![
+            FaultPoint::DiskSyncBefore,
+            FaultPoint::FetchAnsweredUnsynced,
+        ],
+        clients: 8,
+        ..Options::default()
+    };
+    planted_bug_is_caught(
+        "high_watermark_by_log_end",
+        &options,
+        AnomalyKind::Watermark,
+    );
+}
+
+/// Planted bug: the high watermark starts at the checkpointed recovery point after a
+/// restart, below what consumers were already shown.
+#[test]
+fn planted_watermark_reset_to_recovery_point_is_caught() {
+    let options = Options {
+        bugs: BrokerBugs {
+            high_watermark_from_recovery_point: true,
+            ..BrokerBugs::default()
+        },
+        ..Options::default()
+    };
+    planted_bug_is_caught(
+        "high_watermark_from_recovery_point",
+        &options,
+        AnomalyKind::Watermark,
+    );
+}
+
+/// Planted bug: recovery moves the log end past a torn batch, leaving a hole in the offsets.
+#[test]
+fn planted_hole_after_torn_batch_is_caught() {
+    let options = Options {
+        crash_modes: vec![CrashMode::PowerLossRandomPrefix],
+        bugs: BrokerBugs {
+            log: LogBugs {
+                torn_batch_leaves_hole: true,
+                ..LogBugs::default()
+            },
+            ..BrokerBugs::default()
+        },
+        fault_points_always: vec![FaultPoint::DiskWritten],
+        ..Options::default()
+    };
+    planted_bug_is_caught("torn_batch_leaves_hole", &options, AnomalyKind::OffsetGap);
+}
+
+/// Planted bug: recovery skips the CRC check, so corruption of synced data above the
+/// recovery point stays in the log unreported.
+#[test]
+fn planted_recovery_without_crc_check_is_caught() {
+    let options = Options {
+        final_crash: Some(CrashMode::PowerLossCorruptSynced),
+        bugs: BrokerBugs {
+            log: LogBugs {
+                recovery_skips_crc: true,
+                ..LogBugs::default()
+            },
+            ..BrokerBugs::default()
+        },
+        ..Options::default()
+    };
+    planted_bug_is_caught("recovery_skips_crc", &options, AnomalyKind::CorruptRead);
 }
 
 #[test]

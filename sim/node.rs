@@ -18,6 +18,8 @@ pub const NODE_PORT: u16 = 9092;
 pub const TOPIC: &str = "sim";
 /// Its partition's directory on the node's disk.
 pub const PARTITION_DIR: &str = "sim-0";
+/// How the node's check at open reports a hole (the harness turns it into offset-gap).
+pub const OFFSET_GAP_AT_OPEN: &str = "offset-gap at open: ";
 
 /// Shared between the node and the supervisor: set when the node needs a restart.
 pub type NeedsRestart = Arc<AtomicBool>;
@@ -33,7 +35,7 @@ pub async fn serve(
     stopped: Stopped,
     retention_deletes_one_segment_too_many: bool,
 ) {
-    let broker = match Broker::open(config, Disk::mem(disk), clock).await {
+    let broker = match Broker::open(config, Disk::mem(disk.clone()), clock).await {
         Ok(broker) => {
             broker
                 .retention_deletes_one_segment_too_many
@@ -66,6 +68,7 @@ pub async fn serve(
         }
         recorder.note(0, note);
         if partition.topic == TOPIC && partition.index == 0 {
+            check_dense_at_open(&disk, report.log_end_offset, &recorder);
             recorder.node(
                 0,
                 NodeEvent::Opened {
@@ -104,6 +107,43 @@ pub async fn serve(
                 Err(e) => recorder.note(0, format!("node: clean close failed: {e}")),
             }
             stopped.store(true, Ordering::Release);
+        }
+    }
+}
+
+/// Right after an open, reads the partition's segment files as recovery left them and checks
+/// that their batches continue one another and end at the log end recovery reported: a log
+/// end above the records on disk is a hole that the next append would leave (offset-gap).
+fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder) {
+    let prefix = format!("{PARTITION_DIR}/");
+    let mut names: Vec<String> = disk
+        .file_names()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        .collect();
+    names.sort();
+    let mut end: Option<i64> = None;
+    for name in &names {
+        let image = bytes::Bytes::from(disk.file_image(name).unwrap_or_default());
+        for item in samsa::protocol::record_batch::batches(image) {
+            let Ok((header, _)) = item else { break };
+            if let Some(e) = end {
+                if header.base_offset != e {
+                    recorder.note(
+                        0,
+                        format!("{OFFSET_GAP_AT_OPEN}{name}: a batch at {} follows offsets ending at {e}", header.base_offset),
+                    );
+                }
+            }
+            end = Some(header.next_offset());
+        }
+    }
+    if let Some(e) = end {
+        if e != log_end_offset {
+            recorder.note(
+                0,
+                format!("{OFFSET_GAP_AT_OPEN}the records on disk end at {e}, the log end is {log_end_offset}"),
+            );
         }
     }
 }

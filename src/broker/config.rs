@@ -137,6 +137,11 @@ pub struct BrokerConfig {
     pub explicit_values: BTreeMap<String, String>,
     /// `max.incremental.fetch.session.cache.slots`: fetch sessions (KIP-227) kept at most.
     pub max_incremental_fetch_session_cache_slots: usize,
+    /// A partition's fetched records of at least this many bytes go from the segment file to
+    /// the socket without a copy; smaller ones are copied (`handlers::fetch::ZERO_COPY_BYTES_MIN`,
+    /// measured). Not a Kafka setting and no properties key reaches it: the simulation lowers
+    /// it so that both paths run under its faults.
+    pub fetch_zero_copy_bytes_min: usize,
     /// Deliberate bugs for the simulation's checker tests; no properties key reaches them.
     pub bugs: BrokerBugs,
 }
@@ -207,6 +212,7 @@ impl Default for BrokerConfig {
             explicit_keys: BTreeSet::new(),
             explicit_values: BTreeMap::new(),
             max_incremental_fetch_session_cache_slots: 1000,
+            fetch_zero_copy_bytes_min: crate::broker::handlers::fetch::ZERO_COPY_BYTES_MIN,
             bugs: BrokerBugs::default(),
         }
     }

@@ -83,6 +83,10 @@ impl LogDirHealth {
 pub enum ReadBound {
     /// Consumers read up to the high watermark.
     HighWatermark,
+    /// Consumers read up to this high watermark, read earlier from this partition: the one
+    /// their answer reports, so that no record of the answer lies at or above it (the high
+    /// watermark only grows, so the current one is never lower).
+    HighWatermarkOf(i64),
     /// Followers (step 5) read up to the log end.
     LogEnd,
 }
@@ -305,6 +309,23 @@ impl Partition {
         }
     }
 
+    /// The offset a read with `bound` must not return records from.
+    fn max_offset(&self, bound: ReadBound) -> i64 {
+        match bound {
+            _ if self.bugs.read_bound_log_end => self.log.log_end_offset(),
+            ReadBound::HighWatermark => self.high_watermark(),
+            ReadBound::HighWatermarkOf(high_watermark) => {
+                let now = self.high_watermark();
+                assert!(
+                    high_watermark <= now,
+                    "a reported high watermark {high_watermark} above the current {now}"
+                );
+                high_watermark
+            }
+            ReadBound::LogEnd => self.log.log_end_offset(),
+        }
+    }
+
     /// Reads whole batches from `offset`, at most about `max_bytes` (at least one batch).
     pub async fn read(
         &self,
@@ -313,11 +334,7 @@ impl Partition {
         bound: ReadBound,
     ) -> Result<ReadResult, PartitionError> {
         self.check_live()?;
-        let max_offset = match bound {
-            ReadBound::HighWatermark if self.bugs.read_bound_log_end => self.log.log_end_offset(),
-            ReadBound::HighWatermark => self.high_watermark(),
-            ReadBound::LogEnd => self.log.log_end_offset(),
-        };
+        let max_offset = self.max_offset(bound);
         self.log
             .read(offset, max_bytes, max_offset)
             .await
@@ -346,17 +363,20 @@ impl Partition {
             return Ok(SendRecords::Bytes(read.records));
         }
         self.check_live()?;
-        let bound = if self.bugs.zero_copy_read_bound_log_end {
-            self.log.log_end_offset()
-        } else {
-            self.high_watermark()
-        };
-        let read = self
+        let mut read = self
             .log
-            .read_regions(offset, max_bytes, bound)
+            .read_regions(offset, max_bytes, self.max_offset(bound))
             .await
             .map_err(|e| self.log_error(e))?;
         if read.total_len >= copy_below_bytes {
+            if self.bugs.zero_copy_read_bound_log_end {
+                // The planted bug: a zero-copy answer bounded by the log end.
+                read = self
+                    .log
+                    .read_regions(offset, max_bytes, self.log.log_end_offset())
+                    .await
+                    .map_err(|e| self.log_error(e))?;
+            }
             return Ok(SendRecords::Regions {
                 regions: read.regions,
                 total_len: read.total_len,

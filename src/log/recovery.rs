@@ -22,6 +22,7 @@
 
 use super::segment::{parse_log_name, Segment};
 use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
+use crate::protocol::record_batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::rt::disk::{join, Disk};
 use crate::rt::fault::FaultPoint;
 use std::collections::BTreeMap;
@@ -277,9 +278,11 @@ pub(super) async fn recover(
                 // torn batch as its header claims, leaving a hole in the offsets.
                 let hole_end = if config.bugs.torn_batch_leaves_hole {
                     segment
-                        .read_header(position)
+                        .log
+                        .read_at(position, BATCH_HEADER_LEN)
                         .await
                         .ok()
+                        .and_then(|bytes| BatchHeader::parse(&bytes).ok())
                         .map(|h| h.next_offset())
                         .filter(|&end| end > segment.next_offset)
                 } else {

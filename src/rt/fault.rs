@@ -122,6 +122,9 @@ pub enum Fault {
     IoError,
     /// Go on after this many milliseconds of (simulated) time.
     DelayMs(u64),
+    /// Wait this many milliseconds (the node runs on: an answer just sent reaches its
+    /// client), then have the injector crash the node ([`FaultInjector::halt`]) and stop.
+    HaltAfterMs(u64),
 }
 
 /// The longest delay a point may impose: longer would only look like a hung node.
@@ -132,6 +135,11 @@ pub const FAULT_DELAY_MS_MAX: u64 = 1_000;
 pub trait FaultInjector: Send + Sync + fmt::Debug {
     /// Decides what happens at `point` now; `None` to go on.
     fn at(&self, point: FaultPoint) -> Option<Fault>;
+
+    /// Crashes the node now, after a [`Fault::HaltAfterMs`] decided at `point`; `false` if
+    /// the injector no longer wants to (the run stopped injecting meanwhile), and the caller
+    /// goes on.
+    fn halt(&self, point: FaultPoint) -> bool;
 }
 
 /// The IO error an injected fault returns.
@@ -141,8 +149,8 @@ pub(crate) fn injected_error(point: FaultPoint) -> io::Error {
 
 /// Carries out a decision: `Ok(())` to go on (after any delay), the injected error, or never
 /// for a halt.
-pub(crate) async fn carry_out(point: FaultPoint, fault: Option<Fault>) -> io::Result<()> {
-    match fault {
+pub(crate) async fn carry_out(injector: &dyn FaultInjector, point: FaultPoint) -> io::Result<()> {
+    match injector.at(point) {
         None => Ok(()),
         Some(Fault::DelayMs(ms)) => {
             assert!(
@@ -158,6 +166,18 @@ pub(crate) async fn carry_out(point: FaultPoint, fault: Option<Fault>) -> io::Re
                 "an IO error injected at {point}, which is no disk operation"
             );
             Err(injected_error(point))
+        }
+        Some(Fault::HaltAfterMs(ms)) => {
+            assert!(
+                ms <= FAULT_DELAY_MS_MAX,
+                "fault delay {ms} ms above the limit"
+            );
+            crate::rt::time::sleep(crate::rt::time::Duration::from_millis(ms)).await;
+            if !injector.halt(point) {
+                return Ok(());
+            }
+            std::future::pending::<()>().await;
+            unreachable!("a halted node's task is never polled again")
         }
         Some(Fault::Halt) => {
             // The injector crashed the node; the simulator drops this task at its next poll.

@@ -262,8 +262,8 @@ async fn read_all(
                     .read_for_send(
                         wanted.fetch_offset.0,
                         limit,
-                        ReadBound::HighWatermark,
-                        ZERO_COPY_BYTES_MIN,
+                        ReadBound::HighWatermarkOf(high_watermark),
+                        broker.config.fetch_zero_copy_bytes_min,
                     )
                     .await
                     .map(Some)

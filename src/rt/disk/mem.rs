@@ -264,12 +264,23 @@ impl MemDisk {
         let injector = { self.lock().faults.clone() };
         match injector {
             None => Ok(()),
-            Some(injector) => fault::carry_out(point, injector.at(point)).await,
+            Some(injector) => fault::carry_out(injector.as_ref(), point).await,
         }
     }
 
     pub fn stats(&self) -> DiskStats {
         self.lock().stats
+    }
+
+    /// Every file's path in the current namespace, sorted, for offline inspection.
+    pub fn file_names(&self) -> Vec<String> {
+        let state = self.lock();
+        state
+            .names
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::File(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
     }
 
     /// The current (page cache) contents of a file, for offline inspection.
