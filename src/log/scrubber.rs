@@ -62,12 +62,14 @@ impl ScrubCursor {
         self.position
     }
 
-    /// The start of the first segment after the one based at `base`.
+    /// The start of the first segment after the one based at `base`. (A segment based exactly
+    /// at `base + 1`, after a one-offset segment, resumes at position 0 expecting its base.)
     fn after(base: i64, truncations: u64) -> ScrubCursor {
+        let next = base.saturating_add(1);
         ScrubCursor {
-            segment_base: base.saturating_add(1),
+            segment_base: next,
             position: 0,
-            next_offset: 0,
+            next_offset: next,
             truncations,
         }
     }
@@ -443,7 +445,7 @@ mod tests {
             if step.corrupt.is_some() {
                 return (step.corrupt, batches);
             }
-            assert!(step.cursor.segment_base() < below_base);
+            assert!(step.cursor.segment_base() <= below_base);
             cursor = step.cursor;
         }
         panic!("no pass completed in {STEPS_MAX} steps");
@@ -511,6 +513,26 @@ mod tests {
         let wrapped = wrapped.expect("wraps");
         assert_eq!(wrapped.bytes_read, n as u64 * batch_len());
         assert_eq!(wrapped.cursor.segment_base(), 1);
+    }
+
+    #[tokio::test]
+    async fn segments_of_one_offset_each_scrub_clean() {
+        // One 700-byte record per batch and per 1 KiB segment: segment k is based at k, and
+        // the cursor after segment k names base k + 1 exactly.
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let disk = Disk::real(tmp.path()).expect("disk");
+        let log = open(&disk, config()).await;
+        for i in 0..6 {
+            let mut builder = BatchBuilder::new(0);
+            builder.push(1_000 + i, None, Some(&[i as u8; 700]), &[]);
+            log.append(builder.build().freeze()).await.expect("append");
+        }
+        log.close().await.expect("close");
+        let log = open(&disk, config()).await;
+        assert_eq!(log.segment_count().await, 6);
+        let (found, batches) = scrub_pass(&log, 1 << 20, 5).await;
+        assert_eq!(found, None);
+        assert_eq!(batches, 5);
     }
 
     #[tokio::test]
