@@ -264,10 +264,7 @@ impl FaultInjector for PointInjector {
                     inner.pending_halt = true;
                     return Some(Fault::HaltAfterMs(ms));
                 }
-                let text = match inner.crash_now(point) {
-                    Some(text) => text,
-                    None => return None,
-                };
+                let text = inner.crash_now(point)?;
                 inner.halts += 1;
                 text
             }

@@ -72,6 +72,12 @@ pub struct Options {
     pub fault_points_always: Vec<FaultPoint>,
     /// Deliberate bugs planted in the broker (planted-bug tests only).
     pub bugs: BrokerBugs,
+    /// `log.scrubber.bytes.per.second` of the node (0: off).
+    pub scrubber_bytes_per_second: u64,
+    /// After some kills, one byte of a closed segment wholly below the checkpointed
+    /// recovery point is flipped while the node is down (bit rot at rest that recovery does
+    /// not look at): the scrubber's to find, the clients' CRC check's to refuse.
+    pub corrupt_at_rest: bool,
     /// Fetched records of at least this many bytes take the zero-copy path (file regions);
     /// smaller ones are copied. Low by default so that both paths run (fetches here are at
     /// most `workload::READ_BYTES_MAX`).
@@ -105,6 +111,8 @@ impl Default for Options {
             fault_points_always: Vec::new(),
             bugs: BrokerBugs::default(),
             zero_copy_bytes_min: 512,
+            scrubber_bytes_per_second: 64 * 1024,
+            corrupt_at_rest: false,
         }
     }
 }
@@ -204,6 +212,7 @@ fn broker_config(options: &Options) -> BrokerConfig {
         producer_state_checks: options.producer_state_checks,
         bugs: options.bugs,
         fetch_zero_copy_bytes_min: options.zero_copy_bytes_min,
+        log_scrubber_bytes_per_second: options.scrubber_bytes_per_second,
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -335,6 +344,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         recorder.note(NEMESIS_PROCESS, text.clone());
         nemesis.push(format!("{stamp} {text}"));
     };
+    let mut corrupted_at_rest = false;
     injector.arm(true);
     while time::now() < safety_end {
         time::sleep(Duration::from_millis(5)).await;
@@ -425,6 +435,16 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     ),
                 );
                 crashes.push(report);
+                if options.corrupt_at_rest && rng.gen_bool(0.5) {
+                    if let Some((file, at)) = corrupt_below_recovery_point(&disk, &mut rng) {
+                        corrupted_at_rest = true;
+                        event(
+                            &recorder,
+                            &mut nemesis,
+                            format!("bit rot at rest: {file} byte {at} (below the recovery point)"),
+                        );
+                    }
+                }
                 restart_at = Some(now + Duration::from_millis(rng.gen_range(0..400)));
             }
             6..=7 if options.io_errors => {
@@ -532,7 +552,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             }
         ),
     );
-    let corrupted = final_report.corrupted.is_some();
+    let corrupted = final_report.corrupted.is_some() || corrupted_at_rest;
     crashes.push(final_report);
     let final_log = read_offline(
         &disk,
@@ -600,6 +620,70 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         healed_appends,
         fault_points_fired: injector.fired(),
     }
+}
+
+/// Bytes at the end of a segment that recovery reads even when it trusts the segment (the
+/// tail walk from the last index entry): bit rot there is found at open, not by the scrubber.
+const TAIL_WALK_BYTES: u64 = 2 * 512;
+
+/// Flips one byte of a closed segment of the partition that lies wholly below the
+/// checkpointed recovery point (so recovery will not scan it), if there is one.
+fn corrupt_below_recovery_point(disk: &MemDisk, rng: &mut SmallRng) -> Option<(String, u64)> {
+    let checkpoint =
+        disk.file_image(&format!("{PARTITION_DIR}/recovery-point-offset-checkpoint"))?;
+    let recovery_point: i64 = String::from_utf8_lossy(&checkpoint)
+        .lines()
+        .nth(1)?
+        .trim()
+        .parse()
+        .ok()?;
+    let prefix = format!("{PARTITION_DIR}/");
+    let logs: Vec<(i64, String)> = disk
+        .file_names()
+        .into_iter()
+        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
+        .filter_map(|n| {
+            let base = n
+                .strip_prefix(&prefix)?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()?;
+            Some((base, n))
+        })
+        .collect();
+    // A segment is wholly below the recovery point when the next one starts at or below it.
+    let candidates: Vec<&String> = logs
+        .windows(2)
+        .filter(|w| w[1].0 <= recovery_point)
+        .map(|w| &w[0].1)
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let file = candidates[rng.gen_range(0..candidates.len())].clone();
+    let image = bytes::Bytes::from(disk.file_image(&file)?);
+    // Inside the records of a batch (covered by the CRC only) and away from the segment's
+    // tail, which recovery walks even below the recovery point: rot that only the scrubber,
+    // or a client's CRC check, can find.
+    let tail_from = (image.len() as u64).saturating_sub(TAIL_WALK_BYTES);
+    let mut payloads = Vec::new();
+    let mut position = 0u64;
+    for (_, batch) in samsa::protocol::record_batch::batches(image).map_while(Result::ok) {
+        let len = batch.len() as u64;
+        let header = samsa::protocol::record_batch::BATCH_HEADER_LEN as u64;
+        if position + len <= tail_from && len > header {
+            payloads.push((position + header, position + len));
+        }
+        position += len;
+    }
+    if payloads.is_empty() {
+        return None;
+    }
+    let (from, to) = payloads[rng.gen_range(0..payloads.len())];
+    let at = rng.gen_range(from..to);
+    let mask: u8 = rng.gen_range(1..=255);
+    disk.corrupt_synced_byte(&file, at, mask)
+        .then_some((file, at))
 }
 
 /// Recovers the log from the crashed disk and reads every record, noting where (if anywhere)

@@ -64,6 +64,11 @@ fn page_cache_mode_survives_process_crashes() {
 fn corruption_of_synced_data_is_detected_not_served() {
     let options = Options {
         final_crash: Some(CrashMode::PowerLossCorruptSynced),
+        // Bit rot at rest during the run (`corrupt_at_rest`) stays off: when it makes recovery
+        // rescan a trusted segment, the truncation there lets later appends reuse offsets,
+        // which inconsistent-offsets cannot yet tell from a bug (see the closing note).
+        corrupt_at_rest: false,
+        scrubber_bytes_per_second: 256 * 1024,
         ..Options::default()
     };
     run_suite(

@@ -18,6 +18,8 @@ pub const NODE_PORT: u16 = 9092;
 pub const TOPIC: &str = "sim";
 /// Its partition's directory on the node's disk.
 pub const PARTITION_DIR: &str = "sim-0";
+/// How often the node looks for the scrubber's findings.
+pub const CORRUPTION_POLL_MS: u64 = 2;
 /// How the node's check at open reports a hole (the harness turns it into offset-gap).
 pub const OFFSET_GAP_AT_OPEN: &str = "offset-gap at open: ";
 
@@ -87,6 +89,27 @@ pub async fn serve(
         }
     };
     let serving = Serving::start(&broker, listener);
+    // The scrubber's findings, as the history's node events, when they happen (within a
+    // poll interval: late only makes the corrupt-read check more lenient).
+    {
+        let (broker, recorder) = (Arc::clone(&broker), recorder.clone());
+        samsa::rt::task::spawn(async move {
+            let mut reported: Option<i64> = None;
+            loop {
+                samsa::rt::time::sleep(samsa::rt::time::Duration::from_millis(CORRUPTION_POLL_MS))
+                    .await;
+                if let Some(p) = broker.topics.get_partition(TOPIC, 0).await {
+                    let found = p.corrupt_from();
+                    if found.is_some() && found != reported {
+                        reported = found;
+                        if let Some(offset) = found {
+                            recorder.node(0, NodeEvent::CorruptionFound { offset });
+                        }
+                    }
+                }
+            }
+        });
+    }
     tokio::select! {
         biased;
         _ = broker.health.failed() => {

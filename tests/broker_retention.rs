@@ -4,6 +4,10 @@
 //! DeleteRecords moves it explicitly (and it survives a restart), and librdkafka with
 //! `auto.offset.reset=earliest` resets to the first retained record.
 //!
+//! The background scrubber lives here too: it finds a byte flipped at rest below the recovery
+//! point, after which fetches at and beyond the corrupt batch answer KAFKA_STORAGE_ERROR while
+//! reads below it and produce go on.
+//!
 //! Waits are bounded poll loops ([`POLLS_MAX`] × [`POLL_MS`]); nothing asserts on timing.
 #![cfg(not(feature = "sim"))]
 
@@ -365,5 +369,96 @@ async fn rdkafka_resets_to_the_first_retained_record() {
     assert_eq!(offset, 42);
     let expected = format!("{:05}-{:03}-{}", 4, 2, "v".repeat(90));
     assert_eq!(payload.as_deref(), Some(expected.as_bytes()));
+    broker.stop().await;
+}
+
+/// The scrubber, with a high rate so the test is quick, finds a byte flipped in a closed
+/// segment below the recovery point (behind the broker's back, while it was stopped). Then a
+/// fetch at or beyond the corrupt batch answers KAFKA_STORAGE_ERROR, ListOffsets that would
+/// read there answers it too, a fetch below still reads (ending before the corrupt batch),
+/// produce still works and the log directory is not failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scrubber_finds_corruption_at_rest_and_reads_from_it_on_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "scrubbed";
+    let off = [("log.scrubber.bytes.per.second", "0")];
+    let broker = TestBroker::start(dir.path(), &off).await;
+    let mut conn = broker.connect().await;
+    assert_eq!(
+        create(&mut conn, topic(name, 1, &[("segment.bytes", "4096")])).await,
+        0
+    );
+    for i in 0..30 {
+        let (code, _) = produce(&mut conn, name, 0, batch(10, i, now_ms())).await;
+        assert_eq!(code, 0);
+    }
+    drop(conn);
+    // A clean stop checkpoints the log end: every closed segment is below the recovery point.
+    broker.stop().await;
+
+    let files = segments(dir.path(), name);
+    assert!(files.len() >= 5, "{files:?}");
+    let (base, _) = files[3];
+    let path = dir
+        .path()
+        .join(format!("{name}-0"))
+        .join(samsa::log::segment::file_name(base, ".log"));
+    let mut bytes = std::fs::read(&path).unwrap();
+    let first = record_batch::BatchHeader::parse(&bytes).unwrap();
+    let second = record_batch::BatchHeader::parse(&bytes[first.total_len()..]).unwrap();
+    let corrupt_offset = second.base_offset;
+    // A byte in the second batch's records: its CRC fails, its header still parses.
+    let at = first.total_len() + second.total_len() - 3;
+    bytes[at] ^= 0xff;
+    #[allow(clippy::disallowed_methods)] // damaging the file behind the broker's back
+    std::fs::write(&path, &bytes).unwrap();
+
+    let broker = TestBroker::start(
+        dir.path(),
+        &[("log.scrubber.bytes.per.second", "104857600")],
+    )
+    .await;
+    let stop = run_background(&broker);
+    let partition = broker
+        .broker
+        .topics
+        .get_partition(name, 0)
+        .await
+        .expect("partition");
+    let mut found = None;
+    for _ in 0..POLLS_MAX {
+        found = partition.corrupt_from();
+        if found.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
+    assert_eq!(found, Some(corrupt_offset));
+
+    let mut conn = broker.connect().await;
+    let storage_error = ErrorCode::KAFKA_STORAGE_ERROR.code();
+    let last = partition.high_watermark() - 1;
+    for offset in [corrupt_offset, corrupt_offset + 5, last] {
+        let (code, _, first) = fetch(&mut conn, name, offset).await;
+        assert_eq!((code, first), (storage_error, None), "fetch at {offset}");
+    }
+    // Below the corrupt batch reads still work, and stop before it.
+    assert_eq!(fetch(&mut conn, name, 0).await, (0, 0, Some(0)));
+    let (code, _, first) = fetch(&mut conn, name, corrupt_offset - 1).await;
+    assert_eq!((code, first), (0, Some(corrupt_offset - 1)));
+    // ListOffsets MAX_TIMESTAMP (-3) reads every record, so it meets the corrupt batch and is
+    // refused; LATEST reads nothing and still answers.
+    let (code, _) = list_offset(&mut conn, name, -3).await;
+    assert_eq!(code, storage_error);
+    assert_eq!(
+        list_offset(&mut conn, name, LATEST).await,
+        (0, partition.high_watermark())
+    );
+    // Appends go on; the log directory is healthy.
+    let (code, _) = produce(&mut conn, name, 0, batch(10, 99, now_ms())).await;
+    assert_eq!(code, 0);
+    assert!(!broker.broker.health.has_failed());
+    drop(conn);
+    stop.set();
     broker.stop().await;
 }

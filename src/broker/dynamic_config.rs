@@ -423,6 +423,10 @@ fn broker_key_info(key: &str) -> (ConfigType, &'static str) {
         "max.incremental.fetch.session.cache.slots" => {
             (Int, "Incremental fetch sessions (KIP-227) kept at most.")
         }
+        "log.scrubber.bytes.per.second" => (
+            Long,
+            "How fast the scrubber CRC-checks data at rest below the recovery point; 0: off.",
+        ),
         _ => (String, ""),
     }
 }
@@ -486,6 +490,7 @@ fn broker_value(config: &BrokerConfig, key: &str) -> Option<String> {
         "max.incremental.fetch.session.cache.slots" => {
             config.max_incremental_fetch_session_cache_slots.to_string()
         }
+        "log.scrubber.bytes.per.second" => config.log_scrubber_bytes_per_second.to_string(),
         _ => return None,
     })
 }

@@ -4,6 +4,10 @@
 //! Invariants: a handler never touches the network or the disk directly (it goes through a
 //! partition's log and `rt`); a handler never needs to know which node leads a partition,
 //! it asks the partition, which on a single node is always its own leader.
+//!
+//! Background work ([`Broker::run_background`]) is two loops in one task: maintenance (the
+//! page-cache flusher, retention, producer expiration) and the scrubber, which verifies data
+//! at rest at `log.scrubber.bytes.per.second` ([`Scrubber`]).
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
@@ -22,6 +26,8 @@ pub mod topics;
 use std::sync::Arc;
 
 use tokio::sync::Notify;
+
+use crate::broker::partition::Partition;
 
 use crate::broker::config::BrokerConfig;
 use crate::broker::dynamic_config::DynamicConfigs;
@@ -94,6 +100,94 @@ pub const FLUSH_CHECK_INTERVAL_MS: u64 = 50;
 /// Kafka's lock file in a log directory.
 pub const LOCK_FILE: &str = ".lock";
 
+/// How often the scrubber wakes to spend the budget earned since its last tick.
+pub const SCRUB_TICK_MS: u64 = 100;
+/// The most one scrub step reads: bounds the memory a step holds and how long one
+/// partition's step keeps the scrubber from the next.
+pub const SCRUB_STEP_BYTES_MAX: u64 = 1 << 20;
+
+/// The scrubber's rate limiter and round-robin position over the partitions.
+///
+/// Budget: every tick earns `rate × elapsed`; the steps spend what they actually read, and
+/// a step may overspend (a batch larger than its budget is read whole), which the next ticks
+/// pay back. Unspent budget carries over by at most one step's worth, so an idle scrubber
+/// does not save up a burst. Invariant: the allowance never exceeds one tick's earnings plus
+/// [`SCRUB_STEP_BYTES_MAX`].
+#[derive(Debug)]
+pub struct Scrubber {
+    rate_bytes_per_second: u64,
+    /// Bytes the scrubber may still read; negative after an overspend.
+    allowance_bytes: i64,
+    /// The (topic, partition) after the one stepped last.
+    next: Option<(String, i32)>,
+}
+
+impl Scrubber {
+    pub fn new(rate_bytes_per_second: u64) -> Scrubber {
+        Scrubber {
+            rate_bytes_per_second,
+            allowance_bytes: 0,
+            next: None,
+        }
+    }
+
+    fn allowance_max_bytes(&self) -> i64 {
+        let per_tick = u128::from(self.rate_bytes_per_second) * u128::from(SCRUB_TICK_MS) / 1000;
+        i64::try_from(per_tick + u128::from(SCRUB_STEP_BYTES_MAX)).unwrap_or(i64::MAX)
+    }
+
+    /// Adds the budget earned over `elapsed`.
+    pub fn earn(&mut self, elapsed: Duration) {
+        let earned = u128::from(self.rate_bytes_per_second) * elapsed.as_micros() / 1_000_000;
+        let earned = i64::try_from(earned).unwrap_or(i64::MAX);
+        self.allowance_bytes = self
+            .allowance_bytes
+            .saturating_add(earned)
+            .min(self.allowance_max_bytes());
+        assert!(
+            self.allowance_bytes <= self.allowance_max_bytes(),
+            "scrub allowance above its cap"
+        );
+    }
+
+    /// Spends the allowance on steps over `partitions`, round-robin, each step at most
+    /// [`SCRUB_STEP_BYTES_MAX`]; stops when it is spent or no partition has anything to
+    /// scrub. A deleted partition is skipped; a failed step is reported through the log
+    /// directory's health by the partition, and skipped here.
+    pub async fn spend(&mut self, partitions: &[Arc<Partition>]) {
+        let mut order: Vec<&Arc<Partition>> = partitions.iter().collect();
+        order.sort_by(|a, b| (&a.topic, a.index).cmp(&(&b.topic, b.index)));
+        let mut idle_in_a_row = 0;
+        while self.allowance_bytes > 0 && idle_in_a_row < order.len() {
+            let at = match &self.next {
+                Some((topic, index)) => order
+                    .iter()
+                    .position(|p| (&p.topic, p.index) >= (topic, *index))
+                    .unwrap_or(0),
+                None => 0,
+            };
+            let Some(partition) = order.get(at) else {
+                return;
+            };
+            self.next = Some(match order.get(at + 1) {
+                Some(next) => (next.topic.clone(), next.index),
+                None => (String::new(), i32::MIN),
+            });
+            let budget_bytes = u64::try_from(self.allowance_bytes)
+                .unwrap_or(0)
+                .min(SCRUB_STEP_BYTES_MAX);
+            match partition.scrub_step(budget_bytes).await {
+                Ok(step) if step.bytes_read > 0 => {
+                    idle_in_a_row = 0;
+                    let spent = i64::try_from(step.bytes_read).unwrap_or(i64::MAX);
+                    self.allowance_bytes = self.allowance_bytes.saturating_sub(spent);
+                }
+                Ok(_) | Err(_) => idle_in_a_row += 1,
+            }
+        }
+    }
+}
+
 impl Broker {
     /// Opens the node's data: `disk` is rooted at the log directory.
     pub async fn open(
@@ -154,10 +248,20 @@ impl Broker {
         }))
     }
 
-    /// Background work until `shutdown`: Kafka's log flusher (page-cache mode syncs once
-    /// `flush.ms` has passed) and its retention check every
-    /// `log.retention.check.interval.ms`. A failure is reported through [`Broker::health`].
+    /// Background work until `shutdown`: maintenance ([`Broker::run_maintenance`]) and the
+    /// scrubber ([`Broker::run_scrubber`]), polled together in this one task (`join!` polls
+    /// in a fixed rotation, so the simulation stays deterministic).
     pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
+        tokio::join!(
+            Arc::clone(&self).run_maintenance(shutdown.clone()),
+            self.run_scrubber(shutdown),
+        );
+    }
+
+    /// Kafka's log flusher (page-cache mode syncs once `flush.ms` has passed), its retention
+    /// check every `log.retention.check.interval.ms` and its producer expiration, until
+    /// `shutdown`. A failure is reported through [`Broker::health`].
+    pub async fn run_maintenance(self: Arc<Self>, shutdown: Arc<Latch>) {
         let retention_every = Duration::from_millis(self.config.log_retention_check_interval_ms);
         let mut next_retention = time::now() + retention_every;
         let expiration_check_interval =
@@ -184,6 +288,31 @@ impl Broker {
                     let _ = partition.remove_expired_producers().await;
                 }
             }
+        }
+    }
+
+    /// The scrubber until `shutdown`: every [`SCRUB_TICK_MS`] it verifies data at rest
+    /// (closed segments below each log's recovery point) at `log.scrubber.bytes.per.second`,
+    /// round-robin over the partitions, each starting again from its first segment after its
+    /// last. Findings make the partition refuse reads from the corrupt batch on
+    /// ([`Partition::corrupt_from`]). A rate of 0 returns at once.
+    pub async fn run_scrubber(self: Arc<Self>, shutdown: Arc<Latch>) {
+        let rate = self.config.log_scrubber_bytes_per_second;
+        if rate == 0 {
+            return;
+        }
+        let mut scrubber = Scrubber::new(rate);
+        let mut last_tick = time::now();
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.wait() => return,
+                _ = time::sleep(Duration::from_millis(SCRUB_TICK_MS)) => {}
+            }
+            let now = time::now();
+            scrubber.earn(now.saturating_duration_since(last_tick));
+            last_tick = now;
+            scrubber.spend(&self.topics.partitions().await).await;
         }
     }
 

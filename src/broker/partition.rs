@@ -6,11 +6,19 @@
 //! set is itself, so the high watermark is what this node may acknowledge: the synced log end
 //! under sync-before-ack (design §5), the log end in page-cache mode.
 //!
+//! Corruption at rest. The broker's scrubber ([`Partition::scrub_step`]) verifies the batches
+//! below the recovery point, which neither recovery nor the zero-copy read path checks. Once
+//! it finds a corrupt batch the partition remembers its first offset ([`Partition::corrupt_from`])
+//! and refuses every read at or beyond it ([`PartitionError::CorruptAtRest`], which handlers
+//! answer with KAFKA_STORAGE_ERROR) until the log is reopened; reads below it and appends go
+//! on. It is not an IO error: the log stays online and the log directory is not failed.
+//!
 //! Invariants: the high watermark never moves backwards and never passes the log end offset;
-//! every advance wakes the fetches waiting in the purgatory.
+//! every advance wakes the fetches waiting in the purgatory; `corrupt_from` only moves down,
+//! and no read returns a batch that ends above it.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use tokio::sync::Notify;
@@ -19,7 +27,7 @@ use crate::broker::config::{BrokerBugs, TopicConfig};
 use crate::log::validator::ValidatedBatch;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
-    RetentionOutcome, RetentionPolicy,
+    RetentionOutcome, RetentionPolicy, ScrubCursor, ScrubStep,
 };
 use crate::protocol::wire::Uuid;
 use crate::rt::latch::Latch;
@@ -34,6 +42,13 @@ pub enum PartitionError {
         partition: i32,
         source: LogError,
     },
+    /// A read at or beyond `corrupt_from`, where the scrubber found a corrupt batch at rest.
+    CorruptAtRest {
+        topic: String,
+        partition: i32,
+        offset: i64,
+        corrupt_from: i64,
+    },
 }
 
 impl std::fmt::Display for PartitionError {
@@ -47,6 +62,16 @@ impl std::fmt::Display for PartitionError {
                 partition,
                 source,
             } => write!(f, "{topic}-{partition}: {source}"),
+            PartitionError::CorruptAtRest {
+                topic,
+                partition,
+                offset,
+                corrupt_from,
+            } => write!(
+                f,
+                "{topic}-{partition}: cannot read offset {offset}: the data from offset \
+                 {corrupt_from} on is corrupt on disk"
+            ),
         }
     }
 }
@@ -134,11 +159,20 @@ pub struct Partition {
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
+    /// The first offset of the first corrupt batch the scrubber found ([`NOT_CORRUPT`] until
+    /// then): reads at or beyond it are refused until the log is reopened.
+    corrupt_from: AtomicI64,
+    /// Where the scrubber continues in this log. Only the broker's one scrubber task steps
+    /// it, and the lock is never held across an await.
+    scrub_cursor: Mutex<ScrubCursor>,
     /// What recovery found when the log was opened.
     pub recovery: RecoveryReport,
     /// Deliberate bugs (all off outside the simulation's checker tests).
     bugs: BrokerBugs,
 }
+
+/// `Partition::corrupt_from` before any finding: above every offset.
+const NOT_CORRUPT: i64 = i64::MAX;
 
 impl Partition {
     pub fn new(
@@ -167,6 +201,8 @@ impl Partition {
             deleted: AtomicBool::new(false),
             data_arrived,
             health,
+            corrupt_from: AtomicI64::new(NOT_CORRUPT),
+            scrub_cursor: Mutex::new(ScrubCursor::START),
             recovery,
             bugs,
         }
@@ -326,6 +362,67 @@ impl Partition {
         }
     }
 
+    /// The first offset of the corrupt batch the scrubber found (or, when its header was
+    /// unreadable, the end of the last good batch before it), if it found one since the log
+    /// was opened. Reads at and beyond it are refused with [`PartitionError::CorruptAtRest`].
+    pub fn corrupt_from(&self) -> Option<i64> {
+        let from = self.corrupt_from.load(Ordering::Acquire);
+        (from != NOT_CORRUPT).then_some(from)
+    }
+
+    /// Refuses a read at or beyond `corrupt_from`; otherwise the bound for the read, lowered
+    /// to `corrupt_from` so that no batch ending above it is returned.
+    fn check_readable(&self, offset: i64, max_offset: i64) -> Result<i64, PartitionError> {
+        let corrupt_from = self.corrupt_from.load(Ordering::Acquire);
+        if offset >= corrupt_from {
+            return Err(PartitionError::CorruptAtRest {
+                topic: self.topic.clone(),
+                partition: self.index,
+                offset,
+                corrupt_from,
+            });
+        }
+        Ok(max_offset.min(corrupt_from))
+    }
+
+    /// One step of the background scrubber over this partition's log, reading about
+    /// `budget_bytes` from where the last step stopped (see [`Log::scrub_step`]). A finding is
+    /// logged at error level and lowers [`Partition::corrupt_from`].
+    pub async fn scrub_step(&self, budget_bytes: u64) -> Result<ScrubStep, PartitionError> {
+        self.check_live()?;
+        let cursor = *self
+            .scrub_cursor
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let step = self
+            .log
+            .scrub_step(cursor, budget_bytes)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        *self
+            .scrub_cursor
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = step.cursor;
+        if let Some(found) = &step.corrupt {
+            let before = self.corrupt_from.fetch_min(found.offset, Ordering::AcqRel);
+            tracing::error!(
+                topic = %self.topic,
+                partition = self.index,
+                file = %found.segment,
+                position = found.position,
+                offset = found.offset,
+                reason = %found.reason,
+                "scrubber found a corrupt batch at rest; reads at and beyond this offset are \
+                 refused until the log is reopened"
+            );
+            assert!(
+                self.corrupt_from.load(Ordering::Acquire) <= before,
+                "corrupt_from moved up"
+            );
+        }
+        Ok(step)
+    }
+
     /// Reads whole batches from `offset`, at most about `max_bytes` (at least one batch).
     pub async fn read(
         &self,
@@ -334,7 +431,7 @@ impl Partition {
         bound: ReadBound,
     ) -> Result<ReadResult, PartitionError> {
         self.check_live()?;
-        let max_offset = self.max_offset(bound);
+        let max_offset = self.check_readable(offset, self.max_offset(bound))?;
         self.log
             .read(offset, max_bytes, max_offset)
             .await
@@ -363,9 +460,10 @@ impl Partition {
             return Ok(SendRecords::Bytes(read.records));
         }
         self.check_live()?;
+        let max_offset = self.check_readable(offset, self.max_offset(bound))?;
         let mut read = self
             .log
-            .read_regions(offset, max_bytes, self.max_offset(bound))
+            .read_regions(offset, max_bytes, max_offset)
             .await
             .map_err(|e| self.log_error(e))?;
         if read.total_len >= copy_below_bytes {

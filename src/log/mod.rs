@@ -41,6 +41,7 @@ mod recovery;
 // Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
 #[cfg(all(test, not(feature = "sim")))]
 mod retention_tests;
+pub mod scrubber;
 pub mod segment;
 pub mod validator;
 // Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
@@ -48,6 +49,7 @@ pub mod validator;
 mod zero_copy_tests;
 
 pub use recovery::RecoveryReport;
+pub use scrubber::{ScrubCorruption, ScrubCursor, ScrubStep};
 
 use crate::protocol::record_batch::{self, BatchError, BASE_OFFSET_LEN};
 use crate::rt::clock::Clock;
@@ -426,6 +428,14 @@ struct State {
     last_flush: time::Instant,
     last_checkpoint: time::Instant,
     rolled_since_checkpoint: bool,
+    /// The recovery point last checkpointed: every byte below it was synced, and a closed
+    /// segment wholly below it never changes again short of a truncation (the scrubber
+    /// verifies exactly those segments).
+    recovery_point: i64,
+    /// Truncations since the log was opened. A truncation may cut below the recovery point
+    /// and a later roll may reuse a segment's base offset, so a scrub cursor taken before
+    /// one no longer names a batch boundary.
+    truncations: u64,
     /// The idempotent producers' state, always reflecting the log up to `log_end_offset`:
     /// checked and updated under this lock, in the order offsets are assigned.
     producers: ProducerStateMap,
@@ -471,6 +481,10 @@ impl State {
         assert!(
             self.durable_end_offset <= self.log_end_offset,
             "durable end above log end"
+        );
+        assert!(
+            self.recovery_point <= self.durable_end_offset,
+            "recovery point above durable end"
         );
         assert_eq!(
             self.active().next_offset,
@@ -553,6 +567,9 @@ impl Log {
             last_flush: now,
             last_checkpoint: now,
             rolled_since_checkpoint: false,
+            // Recovery checkpoints the log end before it returns.
+            recovery_point: report.log_end_offset,
+            truncations: 0,
             producers,
         };
         state.check_invariants();
@@ -974,6 +991,9 @@ impl Log {
         let mut state = self.state.lock().await;
         state.last_checkpoint = time::now();
         state.rolled_since_checkpoint = false;
+        // Checkpoints are written in order under the sync lock; a truncation (which also holds
+        // it) may have lowered the log end since `recovery_point` was chosen.
+        state.recovery_point = recovery_point.min(state.log_end_offset);
         Ok(())
     }
 
@@ -1393,6 +1413,8 @@ impl Log {
         // Lower the recovery point first: a crash half-way must not trust the cut data.
         let recovery_point = new_end.min(state.durable_end_offset);
         recovery::write_checkpoint(&self.disk, &self.dir, recovery_point).await?;
+        state.recovery_point = recovery_point;
+        state.truncations += 1;
         let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
         for b in doomed {
             if let Some(seg) = state.segments.remove(&b) {
@@ -1532,6 +1554,7 @@ impl Log {
         self.durable_end_offset.store(end, Ordering::Release);
         state.check_invariants();
         recovery::write_checkpoint(&self.disk, &self.dir, end).await?;
+        state.recovery_point = end;
         // The producer state at the log end, so the next open replays nothing.
         producer_snapshot::write(&self.disk, &self.dir, &state.producers).await?;
         let marker = join(&self.dir, CLEAN_SHUTDOWN_FILE);

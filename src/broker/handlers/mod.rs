@@ -295,6 +295,9 @@ pub fn partition_error_code(
     use crate::protocol::error::ErrorCode;
     match error {
         PartitionError::Deleted { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        // Data at rest failed the scrubber's check: a storage error, as Kafka answers for a
+        // log it cannot read, though the log itself stays online.
+        PartitionError::CorruptAtRest { .. } => ErrorCode::KAFKA_STORAGE_ERROR,
         PartitionError::Log { source, .. } => match source {
             LogError::InvalidBatch(_) => ErrorCode::CORRUPT_MESSAGE,
             LogError::RecordsTooLarge { .. } => ErrorCode::RECORD_LIST_TOO_LARGE,

@@ -272,6 +272,26 @@ impl MemDisk {
         self.lock().stats
     }
 
+    /// Flips bits (`mask`) of the byte at `at` of a file's synced data, as bit rot at rest
+    /// would: the harness aims corruption where a guarantee says what must happen to it.
+    /// Returns false if the file has no synced byte there.
+    pub fn corrupt_synced_byte(&self, path: &str, at: u64, mask: u8) -> bool {
+        let mut state = self.lock();
+        let Some(Entry::File(ino)) = state.names.get(path).copied() else {
+            return false;
+        };
+        let Some(inode) = state.inodes.get_mut(&ino) else {
+            return false;
+        };
+        let at = at as usize;
+        if at >= inode.synced.len() || at >= inode.data.len() || mask == 0 {
+            return false;
+        }
+        inode.synced[at] ^= mask;
+        inode.data[at] ^= mask;
+        true
+    }
+
     /// Every file's path in the current namespace, sorted, for offline inspection.
     pub fn file_names(&self) -> Vec<String> {
         let state = self.lock();
