@@ -112,7 +112,7 @@ pub enum ReadBound {
     /// their answer reports, so that no record of the answer lies at or above it (the high
     /// watermark only grows, so the current one is never lower).
     HighWatermarkOf(i64),
-    /// Followers (step 5) read up to the log end.
+    /// Followers (step 11) read up to the log end.
     LogEnd,
 }
 

@@ -1,6 +1,6 @@
 // kafkajs (pure JavaScript) against a running samsa broker: the producer and the admin
 // client. Its consumer always joins a consumer group, which the broker does not serve yet
-// (step 5), so nothing is read back here; instead every produce answer's base offset, the
+// (step 6), so nothing is read back here; instead every produce answer's base offset, the
 // end offsets and offsets by timestamp are checked against what was sent.
 //
 // Per codec kafkajs supports without extra packages (none, gzip): creates a 3-partition topic

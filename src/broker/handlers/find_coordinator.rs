@@ -1,4 +1,4 @@
-//! FindCoordinator (key 10): until the group coordinator arrives (step 5) every key is
+//! FindCoordinator (key 10): until the group coordinator arrives (step 6) every key is
 //! answered COORDINATOR_NOT_AVAILABLE, which clients treat as retriable.
 
 use std::sync::Arc;
