@@ -78,6 +78,8 @@ pub struct Options {
     /// recovery point is flipped while the node is down (bit rot at rest that recovery does
     /// not look at): the scrubber's to find, the clients' CRC check's to refuse.
     pub corrupt_at_rest: bool,
+    /// After the final crash, one byte of synced log data is flipped where this says.
+    pub final_rot: Option<RotTarget>,
     /// Fetched records of at least this many bytes take the zero-copy path (file regions);
     /// smaller ones are copied. Low by default so that both paths run (fetches here are at
     /// most `workload::READ_BYTES_MAX`).
@@ -113,6 +115,7 @@ impl Default for Options {
             zero_copy_bytes_min: 512,
             scrubber_bytes_per_second: 64 * 1024,
             corrupt_at_rest: false,
+            final_rot: None,
         }
     }
 }
@@ -436,7 +439,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                 );
                 crashes.push(report);
                 if options.corrupt_at_rest && rng.gen_bool(0.5) {
-                    if let Some((file, at)) = corrupt_below_recovery_point(&disk, &mut rng) {
+                    if let Some((file, at)) =
+                        corrupt_log(&disk, &mut rng, RotTarget::BelowRecoveryPoint)
+                    {
                         corrupted_at_rest = true;
                         event(
                             &recorder,
@@ -552,7 +557,17 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             }
         ),
     );
-    let corrupted = final_report.corrupted.is_some() || corrupted_at_rest;
+    let mut corrupted = final_report.corrupted.is_some() || corrupted_at_rest;
+    if let Some(target) = options.final_rot {
+        if let Some((file, at)) = corrupt_log(&disk, &mut rng, target) {
+            corrupted = true;
+            event(
+                &recorder,
+                &mut nemesis,
+                format!("final bit rot ({target:?}): {file} byte {at}"),
+            );
+        }
+    }
     crashes.push(final_report);
     let final_log = read_offline(
         &disk,
@@ -624,13 +639,22 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
 
 /// Bytes at the end of a segment that recovery reads even when it trusts the segment (the
 /// tail walk from the last index entry): bit rot there is found at open, not by the scrubber.
-const TAIL_WALK_BYTES: u64 = 2 * 512;
+const TAIL_WALK_BYTES: u64 = 4 * 512;
 
-/// Flips one byte of a closed segment of the partition that lies wholly below the
-/// checkpointed recovery point (so recovery will not scan it), if there is one.
-fn corrupt_below_recovery_point(disk: &MemDisk, rng: &mut SmallRng) -> Option<(String, u64)> {
-    let checkpoint =
-        disk.file_image(&format!("{PARTITION_DIR}/recovery-point-offset-checkpoint"))?;
+/// Where aimed corruption of synced data goes, relative to the checkpointed recovery point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RotTarget {
+    /// A closed segment wholly below it, away from the segment's tail: recovery trusts it
+    /// without reading it, so only the scrubber or a client's CRC check can find the damage.
+    BelowRecoveryPoint,
+    /// A batch at or above it: recovery must verify it and truncate there.
+    AboveRecoveryPoint,
+}
+
+/// Flips one byte inside the records of one batch (covered only by the CRC) of the
+/// partition's log where `target` says, if there is such a batch; returns the file and byte.
+fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<(String, u64)> {
+    let checkpoint = disk.file_image(&format!("{PARTITION_DIR}/recovery-point-offset-checkpoint"))?;
     let recovery_point: i64 = String::from_utf8_lossy(&checkpoint)
         .lines()
         .nth(1)?
@@ -643,47 +667,43 @@ fn corrupt_below_recovery_point(disk: &MemDisk, rng: &mut SmallRng) -> Option<(S
         .into_iter()
         .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
         .filter_map(|n| {
-            let base = n
-                .strip_prefix(&prefix)?
-                .strip_suffix(".log")?
-                .parse()
-                .ok()?;
+            let base = n.strip_prefix(&prefix)?.strip_suffix(".log")?.parse().ok()?;
             Some((base, n))
         })
         .collect();
-    // A segment is wholly below the recovery point when the next one starts at or below it.
-    let candidates: Vec<&String> = logs
-        .windows(2)
-        .filter(|w| w[1].0 <= recovery_point)
-        .map(|w| &w[0].1)
-        .collect();
-    if candidates.is_empty() {
-        return None;
-    }
-    let file = candidates[rng.gen_range(0..candidates.len())].clone();
-    let image = bytes::Bytes::from(disk.file_image(&file)?);
-    // Inside the records of a batch (covered by the CRC only) and away from the segment's
-    // tail, which recovery walks even below the recovery point: rot that only the scrubber,
-    // or a client's CRC check, can find.
-    let tail_from = (image.len() as u64).saturating_sub(TAIL_WALK_BYTES);
-    let mut payloads = Vec::new();
-    let mut position = 0u64;
-    for (_, batch) in samsa::protocol::record_batch::batches(image).map_while(Result::ok) {
-        let len = batch.len() as u64;
-        let header = samsa::protocol::record_batch::BATCH_HEADER_LEN as u64;
-        if position + len <= tail_from && len > header {
-            payloads.push((position + header, position + len));
+    // (file, start, end) of each batch's records that the target allows.
+    let mut payloads: Vec<(String, u64, u64)> = Vec::new();
+    for (i, (_, file)) in logs.iter().enumerate() {
+        let next_base = logs.get(i + 1).map(|(b, _)| *b);
+        let whole_segment_below = next_base.is_some_and(|b| b <= recovery_point);
+        if target == RotTarget::BelowRecoveryPoint && !whole_segment_below {
+            continue;
         }
-        position += len;
+        let image = bytes::Bytes::from(disk.file_image(file)?);
+        // Recovery walks a trusted segment's tail (from its last index entries): leave it.
+        let tail_from = (image.len() as u64).saturating_sub(TAIL_WALK_BYTES);
+        let synced = disk.synced_len(file).unwrap_or(0);
+        let mut position = 0u64;
+        for (header, batch) in samsa::protocol::record_batch::batches(image).map_while(Result::ok) {
+            let len = batch.len() as u64;
+            let records_at = position + samsa::protocol::record_batch::BATCH_HEADER_LEN as u64;
+            let allowed = match target {
+                RotTarget::BelowRecoveryPoint => position + len <= tail_from,
+                RotTarget::AboveRecoveryPoint => header.base_offset >= recovery_point,
+            };
+            if allowed && records_at < position + len && position + len <= synced {
+                payloads.push((file.clone(), records_at, position + len));
+            }
+            position += len;
+        }
     }
     if payloads.is_empty() {
         return None;
     }
-    let (from, to) = payloads[rng.gen_range(0..payloads.len())];
+    let (file, from, to) = payloads[rng.gen_range(0..payloads.len())].clone();
     let at = rng.gen_range(from..to);
     let mask: u8 = rng.gen_range(1..=255);
-    disk.corrupt_synced_byte(&file, at, mask)
-        .then_some((file, at))
+    disk.corrupt_synced_byte(&file, at, mask).then_some((file, at))
 }
 
 /// Recovers the log from the crashed disk and reads every record, noting where (if anywhere)
@@ -823,6 +843,7 @@ pub fn run_suite(
         (0usize, 0usize, 0usize, 0usize);
     let verbose = std::env::var_os("SAMSA_SIM_VERBOSE").is_some();
     let mut fired: BTreeMap<FaultPoint, u64> = BTreeMap::new();
+    let (mut rot, mut scrubbed, mut corrupt_reads) = (0usize, 0usize, 0usize);
     for seed in range.clone() {
         if verbose {
             eprintln!("{test_name}: seed {seed}");
@@ -834,9 +855,18 @@ pub fn run_suite(
         ops += outcome.report.ops_ok + outcome.report.ops_failed + outcome.report.ops_unknown;
         crashes += outcome.crashes.len();
         for event in outcome.history.events() {
-            if let samsa_spec::EventKind::Note(text) = &event.kind {
-                clean_closes += usize::from(text.starts_with("node: closed the log cleanly"));
-                clean_opens += usize::from(text.contains("(clean true"));
+            match &event.kind {
+                samsa_spec::EventKind::Note(text) => {
+                    clean_closes += usize::from(text.starts_with("node: closed the log cleanly"));
+                    clean_opens += usize::from(text.contains("(clean true"));
+                    rot += usize::from(text.starts_with("bit rot at rest"));
+                }
+                samsa_spec::EventKind::Node(NodeEvent::CorruptionFound { .. }) => scrubbed += 1,
+                samsa_spec::EventKind::Complete {
+                    outcome: Outcome::CorruptRead { .. },
+                    ..
+                } => corrupt_reads += 1,
+                _ => {}
             }
         }
         let mut problems = Vec::new();
@@ -848,9 +878,15 @@ pub fn run_suite(
         }
         if !problems.is_empty() {
             let dump = dump_history(test_name, &outcome);
+            let fired: Vec<String> = outcome
+                .fault_points_fired
+                .iter()
+                .map(|(p, n)| format!("{p} {n}"))
+                .collect();
             panic!(
-                "{test_name}: seed {seed} failed:\n{}\nnemesis:\n  {}\nhistory written to {dump}\nreplay: MADSIM_TEST_SEED={seed} MADSIM_TEST_NUM=1 cargo test --features sim --test sim {test_name} -- --exact",
+                "{test_name}: seed {seed} failed:\n{}\nfault points fired: {}\nnemesis:\n  {}\nhistory written to {dump}\nreplay: MADSIM_TEST_SEED={seed} MADSIM_TEST_NUM=1 cargo test --features sim --test sim {test_name} -- --exact",
                 problems.join("\n"),
+                fired.join(", "),
                 outcome.nemesis.join("\n  ")
             );
         }
@@ -862,6 +898,11 @@ pub fn run_suite(
         range.end,
         began.elapsed().as_secs_f64()
     );
+    if rot + scrubbed + corrupt_reads > 0 {
+        eprintln!(
+            "{test_name}: {rot} bit rots at rest, {scrubbed} found by the scrubber, {corrupt_reads} corrupt batches served and refused by the readers' CRC checks"
+        );
+    }
     let table: Vec<String> = FaultPoint::ALL
         .iter()
         .map(|p| format!("{} {}", p.name(), fired.get(p).copied().unwrap_or(0)))

@@ -13,7 +13,7 @@ mod node;
 mod retention;
 mod workload;
 
-use harness::{run_seed, run_suite, Options};
+use harness::{run_seed, run_suite, Options, RotTarget};
 use samsa::broker::config::BrokerBugs;
 use samsa::log::{FlushPolicy, LogBugs};
 use samsa::rt::disk::CrashMode;
@@ -64,10 +64,13 @@ fn page_cache_mode_survives_process_crashes() {
 fn corruption_of_synced_data_is_detected_not_served() {
     let options = Options {
         final_crash: Some(CrashMode::PowerLossCorruptSynced),
-        // Bit rot at rest during the run (`corrupt_at_rest`) stays off: when it makes recovery
-        // rescan a trusted segment, the truncation there lets later appends reuse offsets,
-        // which inconsistent-offsets cannot yet tell from a bug (see the closing note).
-        corrupt_at_rest: false,
+        // Bit rot at rest below the recovery point during the run, for the scrubber to find
+        // and the clients' CRC checks to refuse. No injected IO errors here: one that made
+        // recovery rebuild a trusted segment's indexes would rescan it, find the rot and
+        // truncate there, and later appends would then reuse offsets, which
+        // inconsistent-offsets cannot tell from a bug.
+        corrupt_at_rest: true,
+        io_errors: false,
         scrubber_bytes_per_second: 256 * 1024,
         ..Options::default()
     };
@@ -364,7 +367,7 @@ fn planted_hole_after_torn_batch_is_caught() {
 #[test]
 fn planted_recovery_without_crc_check_is_caught() {
     let options = Options {
-        final_crash: Some(CrashMode::PowerLossCorruptSynced),
+        final_rot: Some(RotTarget::AboveRecoveryPoint),
         bugs: BrokerBugs {
             log: LogBugs {
                 recovery_skips_crc: true,
@@ -375,6 +378,26 @@ fn planted_recovery_without_crc_check_is_caught() {
         ..Options::default()
     };
     planted_bug_is_caught("recovery_skips_crc", &options, AnomalyKind::CorruptRead);
+}
+
+/// Planted bug: the partition keeps serving what the scrubber found corrupt.
+#[test]
+fn planted_serving_past_a_scrubber_finding_is_caught() {
+    let options = Options {
+        corrupt_at_rest: true,
+        io_errors: false,
+        scrubber_bytes_per_second: 256 * 1024,
+        bugs: BrokerBugs {
+            ignore_scrubber_findings: true,
+            ..BrokerBugs::default()
+        },
+        ..Options::default()
+    };
+    planted_bug_is_caught(
+        "ignore_scrubber_findings",
+        &options,
+        AnomalyKind::CorruptRead,
+    );
 }
 
 #[test]

@@ -172,6 +172,8 @@ pub struct BrokerBugs {
     /// On open, the high watermark starts at the checkpointed recovery point instead of the
     /// recovered log end, so it moves back after a restart (watermark).
     pub high_watermark_from_recovery_point: bool,
+    /// Reads go on serving what the scrubber found corrupt (corrupt-read).
+    pub ignore_scrubber_findings: bool,
     /// The log's planted bugs (recovery).
     pub log: crate::log::LogBugs,
 }

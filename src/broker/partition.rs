@@ -373,7 +373,11 @@ impl Partition {
     /// Refuses a read at or beyond `corrupt_from`; otherwise the bound for the read, lowered
     /// to `corrupt_from` so that no batch ending above it is returned.
     fn check_readable(&self, offset: i64, max_offset: i64) -> Result<i64, PartitionError> {
-        let corrupt_from = self.corrupt_from.load(Ordering::Acquire);
+        let corrupt_from = if self.bugs.ignore_scrubber_findings {
+            NOT_CORRUPT
+        } else {
+            self.corrupt_from.load(Ordering::Acquire)
+        };
         if offset >= corrupt_from {
             return Err(PartitionError::CorruptAtRest {
                 topic: self.topic.clone(),

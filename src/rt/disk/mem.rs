@@ -292,6 +292,15 @@ impl MemDisk {
         true
     }
 
+    /// The length of a file's synced data, for offline inspection.
+    pub fn synced_len(&self, path: &str) -> Option<u64> {
+        let state = self.lock();
+        match state.names.get(path) {
+            Some(Entry::File(ino)) => state.inodes.get(ino).map(|i| i.synced.len() as u64),
+            _ => None,
+        }
+    }
+
     /// Every file's path in the current namespace, sorted, for offline inspection.
     pub fn file_names(&self) -> Vec<String> {
         let state = self.lock();
