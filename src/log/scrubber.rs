@@ -16,6 +16,9 @@
 //! retention deletes meanwhile stays readable through that handle; a finding in it is dropped,
 //! because its batches are no longer served.
 //!
+//! Reads go through `File::read_at_in_background`: data at rest is mostly cold, and a read
+//! that waits for the disk must not hold up a worker that serves connections.
+//!
 //! Invariants:
 //! - a step reads about `budget_bytes` (more only when a single batch is larger than the
 //!   budget, and a batch is at most `record_batch::BATCH_LEN_MAX`), always starting at a batch
@@ -182,7 +185,7 @@ async fn walk(target: &Target, budget_bytes: u64) -> Result<Walk, LogError> {
     let want_len = usize::try_from(want).unwrap_or(usize::MAX);
     let chunk = target
         .file
-        .read_at(target.position, want_len)
+        .read_at_in_background(target.position, want_len)
         .await
         .map_err(io)?;
     let chunk_short = chunk.len() < want_len;
@@ -241,7 +244,7 @@ async fn walk(target: &Target, budget_bytes: u64) -> Result<Walk, LogError> {
             // BATCH_LEN_MAX), so that every step makes progress.
             let batch = target
                 .file
-                .read_at(walk.position, total)
+                .read_at_in_background(walk.position, total)
                 .await
                 .map_err(io)?;
             walk.bytes_read += batch.len() as u64;

@@ -295,6 +295,18 @@ impl File {
         }
     }
 
+    /// [`File::read_at`] for background reads of data that is probably not in the page cache
+    /// (the scrubber's): on a real file the read runs on a blocking thread, so a slow disk
+    /// never stalls a task worker that serves connections (serving reads stay inline: they
+    /// read recent, cached data, where a thread hop would cost more than the read). The same
+    /// as `read_at` on a simulated file.
+    pub async fn read_at_in_background(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        match &self.kind {
+            FileKind::Real(f) => f.read_at_blocking(pos, len).await,
+            FileKind::Mem(f) => f.read_at(pos, len),
+        }
+    }
+
     /// Writes all of `data` at `pos`, extending the file if needed. Not durable until
     /// [`File::sync`].
     pub async fn write_at(&self, pos: u64, data: &[u8]) -> io::Result<()> {

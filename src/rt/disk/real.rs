@@ -171,6 +171,14 @@ impl RealFile {
         Ok(buf.freeze())
     }
 
+    /// [`RealFile::read_at`] on a blocking thread (see `File::read_at_in_background`).
+    pub(super) async fn read_at_blocking(&self, pos: u64, len: usize) -> io::Result<Bytes> {
+        let file = self.clone();
+        crate::rt::task::spawn_blocking(move || file.read_at(pos, len))
+            .await
+            .map_err(io::Error::other)?
+    }
+
     pub(super) fn write_at(&self, pos: u64, data: &[u8]) -> io::Result<()> {
         self.file.write_all_at(data, pos)
     }
