@@ -653,8 +653,17 @@ pub enum RotTarget {
 
 /// Flips one byte inside the records of one batch (covered only by the CRC) of the
 /// partition's log where `target` says, if there is such a batch; returns the file and byte.
+///
+/// Below the recovery point, the choice rests on what a power loss would keep (the synced
+/// checkpoint and the synced names): a later crash may take an unsynced name or checkpoint,
+/// and a segment that then holds the recovery point is scanned, which would find the damage
+/// and truncate there.
 fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<(String, u64)> {
-    let checkpoint = disk.file_image(&format!("{PARTITION_DIR}/recovery-point-offset-checkpoint"))?;
+    let checkpoint_path = format!("{PARTITION_DIR}/recovery-point-offset-checkpoint");
+    let checkpoint = match target {
+        RotTarget::BelowRecoveryPoint => disk.durable_file_image(&checkpoint_path)?,
+        RotTarget::AboveRecoveryPoint => disk.file_image(&checkpoint_path)?,
+    };
     let recovery_point: i64 = String::from_utf8_lossy(&checkpoint)
         .lines()
         .nth(1)?
@@ -662,12 +671,19 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
         .parse()
         .ok()?;
     let prefix = format!("{PARTITION_DIR}/");
-    let logs: Vec<(i64, String)> = disk
-        .file_names()
+    let names = match target {
+        RotTarget::BelowRecoveryPoint => disk.durable_file_names(),
+        RotTarget::AboveRecoveryPoint => disk.file_names(),
+    };
+    let logs: Vec<(i64, String)> = names
         .into_iter()
         .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
         .filter_map(|n| {
-            let base = n.strip_prefix(&prefix)?.strip_suffix(".log")?.parse().ok()?;
+            let base = n
+                .strip_prefix(&prefix)?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()?;
             Some((base, n))
         })
         .collect();
@@ -703,7 +719,8 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
     let (file, from, to) = payloads[rng.gen_range(0..payloads.len())].clone();
     let at = rng.gen_range(from..to);
     let mask: u8 = rng.gen_range(1..=255);
-    disk.corrupt_synced_byte(&file, at, mask).then_some((file, at))
+    disk.corrupt_synced_byte(&file, at, mask)
+        .then_some((file, at))
 }
 
 /// Recovers the log from the crashed disk and reads every record, noting where (if anywhere)

@@ -301,6 +301,27 @@ impl MemDisk {
         }
     }
 
+    /// What a power loss now would keep of a file: its synced contents under its synced name,
+    /// for offline inspection.
+    pub fn durable_file_image(&self, path: &str) -> Option<Vec<u8>> {
+        let state = self.lock();
+        match state.synced_names.get(path) {
+            Some(Entry::File(ino)) => state.inodes.get(ino).map(|i| i.synced.clone()),
+            _ => None,
+        }
+    }
+
+    /// Every file's path in the synced namespace (what a power loss now would keep), sorted.
+    pub fn durable_file_names(&self) -> Vec<String> {
+        let state = self.lock();
+        state
+            .synced_names
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::File(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Every file's path in the current namespace, sorted, for offline inspection.
     pub fn file_names(&self) -> Vec<String> {
         let state = self.lock();
