@@ -1245,6 +1245,7 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
     if options.watermark_may_regress {
         return;
     }
+    check_opens_keep_watermark(history, report);
     let highest =
         ix.reads
             .iter()
@@ -1274,6 +1275,40 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
             highest.op, highest.high_watermark, highest.high_watermark
         )
     });
+}
+
+/// watermark, at each open: the log a restarted node opens must still hold
+/// everything below the highest high watermark that a read completed before
+/// the open had reported (`log_end_offset >= high watermark`). Walks the events
+/// in order, so it is linear.
+fn check_opens_keep_watermark(history: &History, report: &mut Report) {
+    let mut highest: Option<(OpId, Offset)> = None;
+    for event in history.events() {
+        match &event.kind {
+            EventKind::Complete {
+                op,
+                outcome: Outcome::Read { high_watermark, .. },
+            } => {
+                if highest.is_none_or(|(_, h)| *high_watermark > h) {
+                    highest = Some((*op, *high_watermark));
+                }
+            }
+            EventKind::Node(NodeEvent::Opened { log_end_offset, .. }) => {
+                if let Some((op, high_watermark)) = highest.filter(|&(_, h)| *log_end_offset < h) {
+                    report.record(AnomalyKind::Watermark, || {
+                        format!(
+                            "the log opened at {} ns ends at offset {log_end_offset}, below the \
+                             high watermark {high_watermark} that read op #{op} reported before \
+                             it: offsets [{log_end_offset}, {high_watermark}) were committed and \
+                             are gone",
+                            event.time_ns
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// For each read op, how many [`NodeEvent::Opened`] events the history holds
@@ -2557,6 +2592,25 @@ mod tests {
         let detail = details(&report, AnomalyKind::Watermark)[0];
         assert!(detail.contains("within one open"), "{detail}");
         assert!(detail.contains("high watermark 1, below the high watermark 2"));
+    }
+
+    #[test]
+    fn an_open_below_an_earlier_watermark_is_reported_even_without_a_later_read() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        b.opened(0, 3);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
+        b.opened(0, 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains("ends at offset 2"), "{detail}");
+        let regress = CheckOptions {
+            watermark_may_regress: true,
+            ..CheckOptions::default()
+        };
+        assert!(check(&b.history, &log, &regress).is_valid());
     }
 
     #[test]
