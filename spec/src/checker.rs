@@ -1288,10 +1288,8 @@ fn check_opens_keep_watermark(history: &History, report: &mut Report) {
             EventKind::Complete {
                 op,
                 outcome: Outcome::Read { high_watermark, .. },
-            } => {
-                if highest.is_none_or(|(_, h)| *high_watermark > h) {
-                    highest = Some((*op, *high_watermark));
-                }
+            } if highest.is_none_or(|(_, h)| *high_watermark > h) => {
+                highest = Some((*op, *high_watermark));
             }
             EventKind::Node(NodeEvent::Opened { log_end_offset, .. }) => {
                 if let Some((op, high_watermark)) = highest.filter(|&(_, h)| *log_end_offset < h) {
