@@ -26,7 +26,7 @@
 //! - a finding is reported only if, after the read, its segment is still in the log and still
 //!   scrubbable and no truncation happened since the segment was picked.
 
-use super::segment::Segment;
+use super::segment::{check_batch_place, Segment};
 use super::{Log, LogError, State};
 use crate::protocol::record_batch::{self, BatchError, BatchHeader, BATCH_HEADER_LEN};
 use crate::rt::disk::File;
@@ -219,24 +219,11 @@ async fn walk(target: &Target, budget_bytes: u64) -> Result<Walk, LogError> {
                 break;
             }
         };
-        if header.base_offset != walk.expected {
-            walk.failure = Some((
-                walk.position,
-                format!(
-                    "batch base offset {} does not continue the log at {}",
-                    header.base_offset, walk.expected
-                ),
-            ));
+        if let Err(why) = check_batch_place(&header, walk.position, target.size, walk.expected) {
+            walk.failure = Some((walk.position, why));
             break;
         }
         let total = header.total_len();
-        if walk.position + total as u64 > target.size {
-            walk.failure = Some((
-                walk.position,
-                format!("batch of {total} bytes runs past the end of the segment"),
-            ));
-            break;
-        }
         let batch = if rest.len() >= total {
             rest.slice(..total)
         } else if at == 0 {

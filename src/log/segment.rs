@@ -78,6 +78,31 @@ pub struct ScanOutcome {
     pub invalid_at: Option<(u64, String)>,
 }
 
+/// The checks that recovery's scan and the scrubber make of a batch whose header was read at
+/// `position` of a segment file `file_len` bytes long, where the log continues at `expected`:
+/// the whole batch lies in the file, and it continues the offsets. (Its CRC is
+/// `record_batch::verify`'s to check.)
+pub(super) fn check_batch_place(
+    header: &BatchHeader,
+    position: u64,
+    file_len: u64,
+    expected: i64,
+) -> Result<(), String> {
+    let len = header.total_len() as u64;
+    if position + len > file_len {
+        return Err(format!(
+            "batch of {len} bytes is cut off at the end of the file"
+        ));
+    }
+    if header.base_offset != expected {
+        return Err(format!(
+            "batch base offset {} does not continue the log at {expected}",
+            header.base_offset
+        ));
+    }
+    Ok(())
+}
+
 impl Segment {
     pub fn path(dir: &str, base_offset: i64, suffix: &str) -> String {
         join(dir, &file_name(base_offset, suffix))
@@ -326,21 +351,8 @@ impl Segment {
                 }
             };
             let len = header.total_len() as u64;
-            if position + len > file_len {
-                outcome.invalid_at = Some((
-                    position,
-                    format!("batch of {len} bytes is cut off at the end of the file"),
-                ));
-                break;
-            }
-            if header.base_offset != self.next_offset {
-                outcome.invalid_at = Some((
-                    position,
-                    format!(
-                        "batch base offset {} does not continue the log at {}",
-                        header.base_offset, self.next_offset
-                    ),
-                ));
+            if let Err(why) = check_batch_place(&header, position, file_len, self.next_offset) {
+                outcome.invalid_at = Some((position, why));
                 break;
             }
             if verify {
