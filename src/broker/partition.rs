@@ -448,7 +448,7 @@ impl Partition {
     /// and always with `verify_crc_on_read`, whose check needs the bytes in memory.
     ///
     /// Regions are sent after the log's lock is released. With [`ReadBound::HighWatermark`]
-    /// that is safe: a single node never truncates below its high watermark, so the bytes
+    /// or [`ReadBound::HighWatermarkOf`] that is safe: a single node never truncates below its high watermark, so the bytes
     /// under a region cannot change (see [`Log::read_regions`]). [`ReadBound::LogEnd`] reads
     /// (followers) can race a truncation, so they always take the copying path, which reads
     /// under the lock.

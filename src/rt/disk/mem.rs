@@ -173,6 +173,15 @@ fn not_found(path: &str) -> io::Error {
     )
 }
 
+/// The paths of the files (not directories) of a namespace, in its (sorted) order.
+fn files_of(names: &BTreeMap<String, Entry>) -> Vec<String> {
+    names
+        .iter()
+        .filter(|(_, e)| matches!(e, Entry::File(_)))
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
 /// FNV-1a, so digests do not depend on the process's hasher seed.
 fn fnv(hash: &mut u64, bytes: &[u8]) {
     for b in bytes {
@@ -313,24 +322,12 @@ impl MemDisk {
 
     /// Every file's path in the synced namespace (what a power loss now would keep), sorted.
     pub fn durable_file_names(&self) -> Vec<String> {
-        let state = self.lock();
-        state
-            .synced_names
-            .iter()
-            .filter(|(_, e)| matches!(e, Entry::File(_)))
-            .map(|(n, _)| n.clone())
-            .collect()
+        files_of(&self.lock().synced_names)
     }
 
     /// Every file's path in the current namespace, sorted, for offline inspection.
     pub fn file_names(&self) -> Vec<String> {
-        let state = self.lock();
-        state
-            .names
-            .iter()
-            .filter(|(_, e)| matches!(e, Entry::File(_)))
-            .map(|(n, _)| n.clone())
-            .collect()
+        files_of(&self.lock().names)
     }
 
     /// The current (page cache) contents of a file, for offline inspection.
