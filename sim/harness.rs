@@ -670,23 +670,11 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
         .trim()
         .parse()
         .ok()?;
-    let prefix = format!("{PARTITION_DIR}/");
     let names = match target {
         RotTarget::BelowRecoveryPoint => disk.durable_file_names(),
         RotTarget::AboveRecoveryPoint => disk.file_names(),
     };
-    let logs: Vec<(i64, String)> = names
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
-        .filter_map(|n| {
-            let base = n
-                .strip_prefix(&prefix)?
-                .strip_suffix(".log")?
-                .parse()
-                .ok()?;
-            Some((base, n))
-        })
-        .collect();
+    let logs = node::segment_logs(names);
     // (file, start, end) of each batch's records that the target allows.
     let mut payloads: Vec<(String, u64, u64)> = Vec::new();
     for (i, (_, file)) in logs.iter().enumerate() {
@@ -765,26 +753,14 @@ async fn read_offline(
     // The records are read from the segment files recovery left, not through the log's read
     // path: the checkers judge what is on the disk (a hole in the offsets, a corrupt batch
     // recovery kept), which the log's own reads would refuse to serve.
-    let names = match Disk::mem(disk.clone()).list(PARTITION_DIR).await {
-        Ok(names) => names,
-        Err(e) => {
-            recorder.note(NODE_PROCESS, format!("offline listing failed: {e}"));
-            final_log.corruption_detected_at.get_or_insert(0);
-            return final_log;
-        }
-    };
     let mut offset = final_log.log_start_offset;
-    for name in names.iter().filter(|n| n.ends_with(".log")) {
-        let path = format!("{PARTITION_DIR}/{name}");
+    for (_, path) in node::segment_logs(disk.file_names()) {
         let image = bytes::Bytes::from(disk.file_image(&path).unwrap_or_default());
         let (mut records, mut bad) = workload::decode_prefix(image, final_log.log_start_offset);
         if corruption_injected {
             // A flipped byte in a base offset (outside the CRC) passes the CRC check; a reader
             // that follows the offsets, as the log's own reads do, sees the batch jump.
-            let expected = records
-                .first()
-                .map_or(offset, |_| offset.max(final_log.log_start_offset));
-            let mut next = expected;
+            let mut next = offset;
             let jump = records.iter().position(|&(o, _)| {
                 let jumped = o != next && next > final_log.log_start_offset;
                 next = o + 1;
@@ -793,7 +769,7 @@ async fn read_offline(
             if let Some(at) = jump {
                 let claimed = records[at].0;
                 let continues_at = if at == 0 {
-                    expected
+                    offset
                 } else {
                     records[at - 1].0 + 1
                 };

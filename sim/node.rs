@@ -138,16 +138,9 @@ pub async fn serve(
 /// that their batches continue one another and end at the log end recovery reported: a log
 /// end above the records on disk is a hole that the next append would leave (offset-gap).
 fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder) {
-    let prefix = format!("{PARTITION_DIR}/");
-    let mut names: Vec<String> = disk
-        .file_names()
-        .into_iter()
-        .filter(|n| n.starts_with(&prefix) && n.ends_with(".log"))
-        .collect();
-    names.sort();
     let mut end: Option<i64> = None;
-    for name in &names {
-        let image = bytes::Bytes::from(disk.file_image(name).unwrap_or_default());
+    for (_, name) in segment_logs(disk.file_names()) {
+        let image = bytes::Bytes::from(disk.file_image(&name).unwrap_or_default());
         for item in samsa::protocol::record_batch::batches(image) {
             let Ok((header, _)) = item else { break };
             if let Some(e) = end {
@@ -169,4 +162,23 @@ fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder)
             );
         }
     }
+}
+
+/// The partition's segment `.log` files among a disk's file paths, with their base offsets,
+/// in log order.
+pub fn segment_logs(paths: Vec<String>) -> Vec<(i64, String)> {
+    let prefix = format!("{PARTITION_DIR}/");
+    let mut logs: Vec<(i64, String)> = paths
+        .into_iter()
+        .filter_map(|path| {
+            let base = path
+                .strip_prefix(&prefix)?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()?;
+            Some((base, path))
+        })
+        .collect();
+    logs.sort();
+    logs
 }
