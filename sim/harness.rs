@@ -604,13 +604,8 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     for event in history.events() {
         if let samsa_spec::EventKind::Note(text) = &event.kind {
             if let Some(detail) = text.strip_prefix(node::OFFSET_GAP_AT_OPEN) {
-                *report
-                    .anomaly_counts
-                    .entry(samsa_spec::AnomalyKind::OffsetGap)
-                    .or_insert(0) += 1;
-                report.anomalies.push(samsa_spec::Anomaly {
-                    kind: samsa_spec::AnomalyKind::OffsetGap,
-                    detail: format!("at open: {detail}"),
+                report.record(samsa_spec::AnomalyKind::OffsetGap, || {
+                    format!("at open: {detail}")
                 });
             }
         }

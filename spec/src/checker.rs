@@ -272,7 +272,8 @@ impl Report {
 
     /// Counts an anomaly and keeps its detail while under the cap. The detail
     /// is built lazily so that a run with 10^5 lost writes formats only a few.
-    fn record(&mut self, kind: AnomalyKind, detail: impl FnOnce() -> String) {
+    /// Public for checks a harness makes itself (a node's own view of its disk).
+    pub fn record(&mut self, kind: AnomalyKind, detail: impl FnOnce() -> String) {
         let count = self.anomaly_counts.entry(kind).or_insert(0);
         *count += 1;
         if *count <= ANOMALY_DETAILS_MAX {
