@@ -151,8 +151,47 @@ pub struct BrokerConfig {
     /// measured). Not a Kafka setting and no properties key reaches it: the simulation lowers
     /// it so that both paths run under its faults.
     pub fetch_zero_copy_bytes_min: usize,
+    /// The group coordinator's settings, under Kafka's names (`group.*`, `offsets.*`,
+    /// `offset.metadata.max.bytes`).
+    pub groups: GroupSettings,
     /// Deliberate bugs for the simulation's checker tests; no properties key reaches them.
     pub bugs: BrokerBugs,
+}
+
+/// The group coordinator's broker settings, with Kafka's defaults except where noted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupSettings {
+    /// `group.min.session.timeout.ms` and `group.max.session.timeout.ms`, the
+    /// `group.initial.rebalance.delay.ms`, `group.max.size`, `offset.metadata.max.bytes`,
+    /// `offsets.retention.minutes` (in ms) and `offsets.retention.check.interval.ms`.
+    pub coordinator: crate::coordinator::shard::GroupConfig,
+    /// `offsets.topic.num.partitions` (50).
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor`: Kafka's default is 3, and a properties file that
+    /// does not set it gets 3; the embedded single-node default (no file) uses 1, as Kafka's
+    /// own single-node sample configuration does. `__consumer_offsets` is created only once
+    /// this many brokers are alive.
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.topic.segment.bytes` (100 MiB).
+    pub offsets_topic_segment_bytes: i64,
+    /// `offsets.commit.timeout.ms` (5000): how long a write to `__consumer_offsets` may take
+    /// to become durable before its requests are answered REQUEST_TIMED_OUT.
+    pub offsets_commit_timeout_ms: i64,
+}
+
+/// Kafka's default `offsets.topic.replication.factor`.
+pub const OFFSETS_TOPIC_REPLICATION_FACTOR_DEFAULT: i16 = 3;
+
+impl Default for GroupSettings {
+    fn default() -> Self {
+        GroupSettings {
+            coordinator: crate::coordinator::shard::GroupConfig::default(),
+            offsets_topic_num_partitions: 50,
+            offsets_topic_replication_factor: 1,
+            offsets_topic_segment_bytes: 100 << 20,
+            offsets_commit_timeout_ms: 5_000,
+        }
+    }
 }
 
 /// Deliberately broken options of the broker (no properties key reaches them, all off by
@@ -177,6 +216,8 @@ pub struct BrokerBugs {
     pub ignore_scrubber_findings: bool,
     /// The log's planted bugs (recovery).
     pub log: crate::log::LogBugs,
+    /// The group coordinator's planted bugs (the group checkers).
+    pub coordinator: crate::coordinator::shard::CoordinatorBugs,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see
@@ -229,6 +270,7 @@ impl Default for BrokerConfig {
             max_incremental_fetch_session_cache_slots: 1000,
             log_scrubber_bytes_per_second: LOG_SCRUBBER_BYTES_PER_SECOND_DEFAULT,
             fetch_zero_copy_bytes_min: crate::broker::handlers::fetch::ZERO_COPY_BYTES_MIN,
+            groups: GroupSettings::default(),
             bugs: BrokerBugs::default(),
         }
     }
@@ -586,15 +628,12 @@ pub const IGNORED_BROKER_KEYS: &[&str] = &[
     "socket.listen.backlog.size",
     "num.recovery.threads.per.data.dir",
     "metadata.log.dir",
-    "offsets.topic.replication.factor",
-    "offsets.topic.num.partitions",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
     "share.coordinator.state.topic.num.partitions",
-    "group.initial.rebalance.delay.ms",
     "log.cleaner.threads",
     "log.cleaner.enable",
 ];
@@ -639,6 +678,17 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "min.insync.replicas",
     "max.incremental.fetch.session.cache.slots",
     "log.scrubber.bytes.per.second",
+    "group.min.session.timeout.ms",
+    "group.max.session.timeout.ms",
+    "group.initial.rebalance.delay.ms",
+    "group.max.size",
+    "offsets.topic.num.partitions",
+    "offsets.topic.replication.factor",
+    "offsets.topic.segment.bytes",
+    "offset.metadata.max.bytes",
+    "offsets.retention.minutes",
+    "offsets.retention.check.interval.ms",
+    "offsets.commit.timeout.ms",
 ];
 
 /// The largest `max.incremental.fetch.session.cache.slots` accepted: each session holds the
@@ -773,7 +823,15 @@ impl BrokerConfig {
             Some(text) => parse_properties(text)?,
             None => Vec::new(),
         };
-        BrokerConfig::from_properties(&pairs, overrides)
+        let mut config = BrokerConfig::from_properties(&pairs, overrides)?;
+        // Kafka's default replication factor for `__consumer_offsets` holds for a
+        // configuration file; only the embedded default (no file) is a one-node cluster.
+        let key = "offsets.topic.replication.factor";
+        if file.is_some() && !config.explicit_keys.contains(key) {
+            config.groups.offsets_topic_replication_factor =
+                OFFSETS_TOPIC_REPLICATION_FACTOR_DEFAULT;
+        }
+        Ok(config)
     }
 
     /// Builds the configuration from parsed `(key, value, line)` entries and overrides
@@ -1038,6 +1096,58 @@ impl BrokerConfig {
         }
         if let Some(n) = s.int("log.scrubber.bytes.per.second", 0, i64::MAX)? {
             c.log_scrubber_bytes_per_second = to_u64(n);
+        }
+        c.apply_groups(s)?;
+        Ok(())
+    }
+
+    /// The group coordinator's keys (Kafka's ranges: each must be at least 1, the session
+    /// bounds and the rebalance delay at least 0, and min <= max).
+    fn apply_groups(&mut self, s: &Settings) -> Result<(), ConfigError> {
+        let i32_max = i64::from(i32::MAX);
+        let g = &mut self.groups;
+        let to_i32 = |n: i64| i32::try_from(n).unwrap_or(i32::MAX);
+        if let Some(n) = s.int("group.min.session.timeout.ms", 0, i32_max)? {
+            g.coordinator.min_session_timeout_ms = to_i32(n);
+        }
+        if let Some(n) = s.int("group.max.session.timeout.ms", 0, i32_max)? {
+            g.coordinator.max_session_timeout_ms = to_i32(n);
+        }
+        if g.coordinator.min_session_timeout_ms > g.coordinator.max_session_timeout_ms {
+            return Err(ConfigError::Conflict {
+                keys: "group.min.session.timeout.ms, group.max.session.timeout.ms".to_string(),
+                reason: format!(
+                    "the minimum session timeout ({} ms) exceeds the maximum ({} ms)",
+                    g.coordinator.min_session_timeout_ms, g.coordinator.max_session_timeout_ms
+                ),
+            });
+        }
+        if let Some(n) = s.int("group.initial.rebalance.delay.ms", 0, i32_max)? {
+            g.coordinator.initial_rebalance_delay_ms = to_i32(n);
+        }
+        if let Some(n) = s.int("group.max.size", 1, i32_max)? {
+            g.coordinator.max_size = to_i32(n);
+        }
+        if let Some(n) = s.int("offset.metadata.max.bytes", 0, i32_max)? {
+            g.coordinator.offset_metadata_max_bytes = to_i32(n);
+        }
+        if let Some(n) = s.int("offsets.retention.minutes", 1, i32_max)? {
+            g.coordinator.offsets_retention_ms = n * MINUTE_MS;
+        }
+        if let Some(n) = s.int("offsets.retention.check.interval.ms", 1, i64::MAX)? {
+            g.coordinator.offsets_retention_check_interval_ms = n;
+        }
+        if let Some(n) = s.int("offsets.topic.num.partitions", 1, 10_000)? {
+            g.offsets_topic_num_partitions = to_i32(n);
+        }
+        if let Some(n) = s.int("offsets.topic.replication.factor", 1, i64::from(i16::MAX))? {
+            g.offsets_topic_replication_factor = i16::try_from(n).unwrap_or(i16::MAX);
+        }
+        if let Some(n) = s.int("offsets.topic.segment.bytes", 1, i64::from(i32::MAX))? {
+            g.offsets_topic_segment_bytes = n;
+        }
+        if let Some(n) = s.int("offsets.commit.timeout.ms", 1, i32_max)? {
+            g.offsets_commit_timeout_ms = n;
         }
         Ok(())
     }

@@ -5,9 +5,10 @@
 //! partition's log and `rt`); a handler never needs to know which node leads a partition,
 //! it asks the partition, which on a single node is always its own leader.
 //!
-//! Background work ([`Broker::run_background`]) is two loops in one task: maintenance (the
-//! page-cache flusher, retention, producer expiration) and the scrubber, which verifies data
-//! at rest at `log.scrubber.bytes.per.second` ([`Scrubber`]).
+//! Background work ([`Broker::run_background`]) is three loops in one task: maintenance (the
+//! page-cache flusher, retention, producer expiration), the scrubber, which verifies data
+//! at rest at `log.scrubber.bytes.per.second` ([`Scrubber`]), and the group coordinator's
+//! timers (after it loaded `__consumer_offsets`).
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
@@ -34,6 +35,7 @@ use crate::broker::dynamic_config::DynamicConfigs;
 use crate::broker::fetch_session::{FetchSessionCache, FETCH_SESSION_EVICTION_MS};
 use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
+use crate::coordinator::driver::GroupCoordinator;
 use crate::rt::clock::Clock;
 use crate::rt::disk::{DirLock, Disk};
 use crate::rt::latch::Latch;
@@ -85,6 +87,8 @@ pub struct Broker {
     pub producer_ids: producer_ids::ProducerIds,
     /// The log directory's disk (for the fault points a simulation may place here).
     pub disk: Disk,
+    /// The group coordinator of the `__consumer_offsets` partitions this node leads.
+    pub coordinator: GroupCoordinator,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
     /// A deliberate bug for the simulation's checker test: retention deletes one segment
@@ -230,6 +234,11 @@ impl Broker {
         )
         .await
         .map_err(BrokerError::Topics)?;
+        let coordinator = GroupCoordinator::new(
+            config.groups.clone(),
+            config.bugs.coordinator,
+            clock.clone(),
+        );
         tracing::info!(node_id = config.node_id, %cluster_id, "broker data opened");
         Ok(Arc::new(Broker {
             config,
@@ -242,6 +251,7 @@ impl Broker {
             fetch_sessions,
             producer_ids,
             disk,
+            coordinator,
             _lock: lock,
             #[cfg(feature = "sim")]
             retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),
@@ -252,9 +262,18 @@ impl Broker {
     /// scrubber ([`Broker::run_scrubber`]), polled together in this one task (`join!` polls
     /// in a fixed rotation, so the simulation stays deterministic).
     pub async fn run_background(self: Arc<Self>, shutdown: Arc<Latch>) {
+        // The groups of an existing `__consumer_offsets` load while clients connect (they get
+        // COORDINATOR_LOAD_IN_PROGRESS meanwhile); the timer loop serves every shard.
+        let coordinator = self.coordinator.clone();
+        let topics_owner = Arc::clone(&self);
+        let load = async move { topics_owner.coordinator.load(&topics_owner.topics).await };
         tokio::join!(
             Arc::clone(&self).run_maintenance(shutdown.clone()),
-            self.run_scrubber(shutdown),
+            Arc::clone(&self).run_scrubber(shutdown.clone()),
+            async move {
+                load.await;
+                coordinator.run(shutdown).await;
+            },
         );
     }
 

@@ -5,4 +5,7 @@
 //! (`tests/determinism_rules.rs` checks it); the coordinator's state lives in
 //! `__consumer_offsets`, in Kafka's own record layout ([`records`]).
 
+pub mod driver;
+pub mod group;
 pub mod records;
+pub mod shard;

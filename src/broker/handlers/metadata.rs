@@ -86,6 +86,22 @@ async fn topic_by_name(
     if !auto_create {
         return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, name);
     }
+    // Internal topics are never auto-created as ordinary ones: `__consumer_offsets` is made
+    // by the group coordinator with its own settings, the others do not exist yet.
+    if crate::broker::topics::INTERNAL_TOPICS.contains(&name.as_str()) {
+        if name == crate::coordinator::driver::OFFSETS_TOPIC
+            && broker
+                .coordinator
+                .ensure_started(&broker.topics)
+                .await
+                .is_ok()
+        {
+            if let Some(topic) = broker.topics.get(&name).await {
+                return describe(broker, version, &topic);
+            }
+        }
+        return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, name);
+    }
     let new = NewTopic {
         name: name.clone(),
         partitions: None,

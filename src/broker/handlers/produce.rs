@@ -92,6 +92,13 @@ pub async fn start(
                         "transactions are not supported yet (transactional id '{transactional_id}')"
                     ),
                 ))
+            } else if resolved.as_ref().is_some_and(|t| t.internal) {
+                // Only the broker writes its internal topics (Kafka: "Cannot append to
+                // internal topic").
+                Started::Failed(Failure::new(
+                    ErrorCode::INVALID_TOPIC_EXCEPTION,
+                    format!("cannot append to internal topic {}", topic.name),
+                ))
             } else {
                 let partition = resolved.as_ref().and_then(|t| t.partition(data.index));
                 match partition {
