@@ -2,7 +2,8 @@
 //!
 //! A client sends it first, at the newest version it knows. A version newer than ours gets
 //! UNSUPPORTED_VERSION with the full list in a v0-format body, so the client can retry at a
-//! version both sides know (KIP-511). The list names exactly the APIs that have handlers.
+//! version both sides know (KIP-511). The list is the handler registry,
+//! [`crate::broker::handlers::HANDLERS`], from which dispatch starts requests too.
 
 use std::sync::Arc;
 

@@ -2,10 +2,19 @@
 //! the response. This module decodes the body, calls the handler and encodes the response
 //! with its header; errors become Kafka error codes here and nowhere earlier.
 //!
-//! Invariant: requests of one connection are started in the order they arrived, and every
-//! state change a request makes (an append, a topic creation) happens before the next request
-//! of that connection is started. Only waiting (for a sync, for data to fetch) is deferred, so
-//! pipelined requests keep Kafka's per-connection ordering while their syncs are shared.
+//! [`HANDLERS`] is the one registry of handled APIs: each is registered once, with the
+//! versions it handles and the function that starts a request. ApiVersions advertises
+//! exactly that table, and [`dispatch`] starts requests from it, so the two cannot disagree.
+//!
+//! Invariants:
+//! - Requests of one connection are started in the order they arrived, and every state
+//!   change a request makes (an append, a topic creation) happens before the next request of
+//!   that connection is started. Only waiting (for a sync, for data to fetch) is deferred, so
+//!   pipelined requests keep Kafka's per-connection ordering while their syncs are shared.
+//! - A request reaches its handler only at a version its entry handles (ApiVersions aside,
+//!   which answers any newer version, KIP-511); every other request closes the connection
+//!   with a message that says why. An entry's versions lie within the codec's (checked when
+//!   the table is built).
 
 pub mod alter_configs;
 pub mod api_versions;
@@ -24,7 +33,7 @@ pub mod list_offsets;
 pub mod metadata;
 pub mod produce;
 
-use std::future::Future;
+use std::future::{ready, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -81,46 +90,194 @@ pub enum Reply {
     Close(String),
 }
 
-/// The APIs this broker handles, with the versions it advertises in ApiVersions.
-pub fn supported_apis() -> Vec<(i16, i16, i16)> {
+/// Starts one request whose API and version its entry handles; the future returns once the
+/// request's state changes are made (see the module invariants).
+pub type Start = for<'a> fn(&'a Arc<Broker>, Request) -> Started<'a>;
+
+/// The future a [`Start`] returns.
+pub type Started<'a> = Pin<Box<dyn Future<Output = Reply> + Send + 'a>>;
+
+/// One handled API: its key, the versions this broker handles and how a request starts.
+#[derive(Clone, Copy)]
+pub struct Handler {
+    pub api_key: i16,
+    /// The versions handled, inclusive: the codec's, or a narrower range.
+    pub versions: (i16, i16),
+    /// The lowest version ApiVersions advertises: `versions.0`, except where a client needs
+    /// to see a lower one (Produce).
+    pub advertised_min: i16,
+    pub start: Start,
+}
+
+impl Handler {
+    /// `M`'s API with every version the codec describes.
+    const fn of<M: Message>(start: Start) -> Handler {
+        Handler::of_versions::<M>(M::VERSIONS, start)
+    }
+
+    /// `M`'s API with only `versions`, which must lie within the codec's (a compile-time
+    /// check, since the table is a static).
+    const fn of_versions<M: Message>(versions: (i16, i16), start: Start) -> Handler {
+        assert!(
+            M::VERSIONS.0 <= versions.0 && versions.0 <= versions.1 && versions.1 <= M::VERSIONS.1,
+            "a handler's versions must lie within the codec's"
+        );
+        Handler {
+            api_key: M::API_KEY,
+            versions,
+            advertised_min: versions.0,
+            start,
+        }
+    }
+
+    /// Advertises versions from `min` though fewer are handled.
+    const fn advertised_from(mut self, min: i16) -> Handler {
+        assert!(min <= self.versions.0);
+        self.advertised_min = min;
+        self
+    }
+
+    /// Whether this entry handles `version`.
+    pub fn handles(&self, version: i16) -> bool {
+        (self.versions.0..=self.versions.1).contains(&version)
+    }
+}
+
+/// An entry whose handler returns its response directly, awaited by [`answer`].
+macro_rules! answered {
+    ($request:ty, $handle:expr) => {
+        Handler::of::<$request>(|broker, request| Box::pin(answer(broker, request, $handle)))
+    };
+}
+
+/// The handled APIs, each registered once. A new API needs its entry here and nothing
+/// elsewhere in this module: `answered!(Request, handle)` when the handler returns its
+/// response (a synchronous one wrapped in `ready`), else a [`Handler::of`] (every version the
+/// codec has) or [`Handler::of_versions`] (fewer) with a start of its own.
+pub static HANDLERS: &[Handler] = {
     use crate::protocol::*;
-    let handled: [(i16, Option<i16>); 16] = [
-        // Produce is advertised from v0 though v0-2 are refused: librdkafka decides whether
-        // the broker is usable from Produce's minimum version (KAFKA-18659).
-        (produce::ProduceRequest::API_KEY, Some(0)),
-        (fetch::FetchRequest::API_KEY, None),
-        (list_offsets::ListOffsetsRequest::API_KEY, None),
-        (metadata::MetadataRequest::API_KEY, None),
-        (find_coordinator::FindCoordinatorRequest::API_KEY, None),
-        (api_versions::ApiVersionsRequest::API_KEY, None),
-        (create_topics::CreateTopicsRequest::API_KEY, None),
-        (delete_topics::DeleteTopicsRequest::API_KEY, None),
-        (delete_records::DeleteRecordsRequest::API_KEY, None),
-        // @admin
-        (describe_configs::DescribeConfigsRequest::API_KEY, None),
-        (alter_configs::AlterConfigsRequest::API_KEY, None),
-        (
-            incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY,
-            None,
-        ),
-        (create_partitions::CreatePartitionsRequest::API_KEY, None),
-        (describe_cluster::DescribeClusterRequest::API_KEY, None),
-        (describe_log_dirs::DescribeLogDirsRequest::API_KEY, None),
-        (init_producer_id::InitProducerIdRequest::API_KEY, None),
-    ];
-    let mut out: Vec<(i16, i16, i16)> = handled
-        .iter()
-        .filter_map(|(key, min_override)| {
-            let info = api_info(*key)?;
-            Some((
-                *key,
-                min_override.unwrap_or(info.versions.0),
-                info.versions.1,
-            ))
+    &[
+        // Produce is advertised from v0 though v0-2 are refused (the codec does not know
+        // them, so the frame parser closes the connection): librdkafka decides whether the
+        // broker is usable from Produce's minimum version (KAFKA-18659).
+        Handler::of::<produce::ProduceRequest>(|broker, request| {
+            Box::pin(decoded(request, move |correlation_id, version, req| {
+                self::produce::start(broker, correlation_id, version, req)
+            }))
         })
+        .advertised_from(0),
+        Handler::of::<fetch::FetchRequest>(|broker, request| {
+            Box::pin(decoded(request, move |correlation_id, version, req| {
+                let broker = broker.clone();
+                let context = self::fetch::begin(&broker, version, &req);
+                ready(Reply::LaterParts(Box::pin(async move {
+                    let fetched = self::fetch::handle_in(&broker, version, req, context).await;
+                    self::fetch::encode_parts(correlation_id, version, fetched)
+                })))
+            }))
+        }),
+        answered!(list_offsets::ListOffsetsRequest, self::list_offsets::handle),
+        answered!(metadata::MetadataRequest, self::metadata::handle),
+        answered!(find_coordinator::FindCoordinatorRequest, |b, v, req| ready(
+            self::find_coordinator::handle(b, v, req)
+        )),
+        Handler::of::<api_versions::ApiVersionsRequest>(|broker, request| {
+            let response = self::api_versions::handle(broker, request.api_version());
+            // A version newer than ours gets UNSUPPORTED_VERSION in v0 format (KIP-511).
+            let reply_version = if response.error_code != 0 {
+                0
+            } else {
+                request.api_version()
+            };
+            Box::pin(ready(now_at(&request, reply_version, &response)))
+        }),
+        answered!(
+            create_topics::CreateTopicsRequest,
+            self::create_topics::handle
+        ),
+        answered!(
+            delete_topics::DeleteTopicsRequest,
+            self::delete_topics::handle
+        ),
+        answered!(
+            delete_records::DeleteRecordsRequest,
+            self::delete_records::handle
+        ),
+        answered!(
+            init_producer_id::InitProducerIdRequest,
+            self::init_producer_id::handle
+        ),
+        // @admin
+        answered!(
+            describe_configs::DescribeConfigsRequest,
+            self::describe_configs::handle
+        ),
+        answered!(
+            alter_configs::AlterConfigsRequest,
+            self::alter_configs::handle
+        ),
+        answered!(
+            describe_log_dirs::DescribeLogDirsRequest,
+            self::describe_log_dirs::handle
+        ),
+        answered!(
+            create_partitions::CreatePartitionsRequest,
+            self::create_partitions::handle
+        ),
+        answered!(
+            incremental_alter_configs::IncrementalAlterConfigsRequest,
+            self::incremental_alter_configs::handle
+        ),
+        answered!(describe_cluster::DescribeClusterRequest, |b, v, req| ready(
+            self::describe_cluster::handle(b, v, req)
+        )),
+    ]
+};
+
+/// The entry for `api_key`, if this broker handles the API at all.
+pub fn handler(api_key: i16) -> Option<&'static Handler> {
+    HANDLERS.iter().find(|h| h.api_key == api_key)
+}
+
+/// The APIs this broker handles as ApiVersions advertises them: (key, min, max), by key.
+pub fn supported_apis() -> Vec<(i16, i16, i16)> {
+    let mut out: Vec<(i16, i16, i16)> = HANDLERS
+        .iter()
+        .map(|h| (h.api_key, h.advertised_min, h.versions.1))
         .collect();
     out.sort_unstable();
     out
+}
+
+/// Decodes the body as an `M` and starts `start` with the request's correlation id and
+/// version, or closes the connection on a malformed body.
+async fn decoded<M, F>(request: Request, start: impl FnOnce(i32, i16, M) -> F) -> Reply
+where
+    M: Message,
+    F: Future<Output = Reply>,
+{
+    match decode::<M>(&request) {
+        Ok(req) => start(request.header.correlation_id, request.api_version(), req).await,
+        Err(e) => malformed(&request, e),
+    }
+}
+
+/// The start of a request whose handler returns the response: decodes the body, awaits
+/// `handle` and encodes its response, or closes the connection on a malformed body.
+async fn answer<'a, M, R, F>(
+    broker: &'a Arc<Broker>,
+    request: Request,
+    handle: impl FnOnce(&'a Arc<Broker>, i16, M) -> F,
+) -> Reply
+where
+    M: Message,
+    R: Message,
+    F: Future<Output = R>,
+{
+    match decode::<M>(&request) {
+        Ok(req) => now(&request, &handle(broker, request.api_version(), req).await),
+        Err(e) => malformed(&request, e),
+    }
 }
 
 /// Encodes a response with the header its API and version call for.
@@ -185,104 +342,38 @@ fn now_at<M: Message>(request: &Request, version: i16, response: &M) -> Reply {
     }
 }
 
-/// Starts one request. Returns once its state changes are made (see the module invariant).
+/// Starts one request from its [`HANDLERS`] entry. Returns once its state changes are made
+/// (see the module invariants).
 pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
-    use crate::protocol::*;
-    let version = request.api_version();
-    let correlation_id = request.header.correlation_id;
-    match request.api_key() {
-        api_versions::ApiVersionsRequest::API_KEY => {
-            let response = self::api_versions::handle(broker, version);
-            // A version newer than ours gets UNSUPPORTED_VERSION in v0 format (KIP-511).
-            let reply_version = if response.error_code != 0 { 0 } else { version };
-            now_at(&request, reply_version, &response)
-        }
-        metadata::MetadataRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::metadata::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        produce::ProduceRequest::API_KEY => match decode(&request) {
-            Ok(req) => self::produce::start(broker, correlation_id, version, req).await,
-            Err(e) => malformed(&request, e),
-        },
-        fetch::FetchRequest::API_KEY => match decode(&request) {
-            Ok(req) => {
-                let broker = broker.clone();
-                let context = self::fetch::begin(&broker, version, &req);
-                Reply::LaterParts(Box::pin(async move {
-                    let fetched = self::fetch::handle_in(&broker, version, req, context).await;
-                    self::fetch::encode_parts(correlation_id, version, fetched)
-                }))
-            }
-            Err(e) => malformed(&request, e),
-        },
-        list_offsets::ListOffsetsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::list_offsets::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        find_coordinator::FindCoordinatorRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::find_coordinator::handle(broker, version, req)),
-            Err(e) => malformed(&request, e),
-        },
-        create_topics::CreateTopicsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::create_topics::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        delete_topics::DeleteTopicsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::delete_topics::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        delete_records::DeleteRecordsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::delete_records::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        // @admin
-        describe_configs::DescribeConfigsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::describe_configs::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        alter_configs::AlterConfigsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::alter_configs::handle(broker, version, req).await),
-            Err(e) => malformed(&request, e),
-        },
-        incremental_alter_configs::IncrementalAlterConfigsRequest::API_KEY => {
-            match decode(&request) {
-                Ok(req) => now(
-                    &request,
-                    &self::incremental_alter_configs::handle(broker, version, req).await,
-                ),
-                Err(e) => malformed(&request, e),
-            }
-        }
-        create_partitions::CreatePartitionsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(
-                &request,
-                &self::create_partitions::handle(broker, version, req).await,
-            ),
-            Err(e) => malformed(&request, e),
-        },
-        describe_cluster::DescribeClusterRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(&request, &self::describe_cluster::handle(broker, version, req)),
-            Err(e) => malformed(&request, e),
-        },
-        describe_log_dirs::DescribeLogDirsRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(
-                &request,
-                &self::describe_log_dirs::handle(broker, version, req).await,
-            ),
-            Err(e) => malformed(&request, e),
-        },
-        init_producer_id::InitProducerIdRequest::API_KEY => match decode(&request) {
-            Ok(req) => now(
-                &request,
-                &self::init_producer_id::handle(broker, version, req).await,
-            ),
-            Err(e) => malformed(&request, e),
-        },
-        other => Reply::Close(format!(
-            "API key {other} ({}) is not handled by this broker yet (correlation id {correlation_id})",
-            api_info(other).map_or("unknown", |a| a.name)
+    match route(HANDLERS, request.api_key(), request.api_version()) {
+        Ok(entry) => (entry.start)(broker, request).await,
+        Err(why) => Reply::Close(format!(
+            "{why} (correlation id {})",
+            request.header.correlation_id
         )),
+    }
+}
+
+/// The entry of `table` that starts a request of `api_key` at `version`, or why there is
+/// none.
+fn route(table: &[Handler], api_key: i16, version: i16) -> Result<&Handler, String> {
+    let name = api_info(api_key).map_or("unknown", |a| a.name);
+    let Some(entry) = table.iter().find(|h| h.api_key == api_key) else {
+        return Err(format!(
+            "API key {api_key} ({name}) is not handled by this broker yet"
+        ));
+    };
+    // KIP-511: a newer ApiVersions than ours is answered (in v0) so the client falls back.
+    let newer_api_versions = api_key == crate::protocol::api_versions::ApiVersionsRequest::API_KEY
+        && version > entry.versions.1;
+    if entry.handles(version) || newer_api_versions {
+        Ok(entry)
+    } else {
+        Err(format!(
+            "{name} (API key {api_key}) v{version} is not handled by this broker, which handles \
+             v{}-{}",
+            entry.versions.0, entry.versions.1
+        ))
     }
 }
 
@@ -351,5 +442,99 @@ pub fn topic_error_code(
         TopicError::CorruptTopicFile { .. } | TopicError::Io { .. } | TopicError::Log { .. } => {
             ErrorCode::KAFKA_STORAGE_ERROR
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::api_versions::ApiVersionsRequest;
+    use crate::protocol::metadata::MetadataRequest;
+    use crate::protocol::produce::ProduceRequest;
+
+    #[test]
+    fn each_api_is_registered_once_within_the_codecs_versions() {
+        let mut keys: Vec<i16> = HANDLERS.iter().map(|h| h.api_key).collect();
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), before, "an API is registered twice");
+        for entry in HANDLERS {
+            let info = api_info(entry.api_key).expect("a handled API is described by the codec");
+            assert!(
+                info.versions.0 <= entry.versions.0 && entry.versions.1 <= info.versions.1,
+                "{}: handled {:?} outside the codec's {:?}",
+                info.name,
+                entry.versions,
+                info.versions
+            );
+        }
+    }
+
+    #[test]
+    fn api_versions_advertises_the_table() {
+        let advertised = supported_apis();
+        assert_eq!(advertised.len(), HANDLERS.len());
+        for entry in HANDLERS {
+            assert!(advertised.contains(&(entry.api_key, entry.advertised_min, entry.versions.1)));
+        }
+        assert!(
+            advertised.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted by key"
+        );
+        // Produce from v0 (KAFKA-18659), though v0-2 are not handled.
+        let produce = handler(ProduceRequest::API_KEY).expect("Produce is handled");
+        assert_eq!(produce.advertised_min, 0);
+        assert_eq!(produce.versions.0, 3);
+        assert!(!produce.handles(2));
+    }
+
+    /// A table with one API handled at fewer versions than the codec has.
+    static NARROW: &[Handler] = &[
+        Handler::of_versions::<MetadataRequest>((1, 5), |_, _| {
+            Box::pin(ready(Reply::Close("started".into())))
+        }),
+        Handler::of_versions::<ApiVersionsRequest>((0, 3), |_, _| {
+            Box::pin(ready(Reply::Close("started".into())))
+        }),
+    ];
+
+    #[test]
+    fn requests_outside_the_table_are_refused_with_a_reason() {
+        assert!(route(NARROW, MetadataRequest::API_KEY, 1).is_ok());
+        assert!(route(NARROW, MetadataRequest::API_KEY, 5).is_ok());
+        for version in [0, 6, 13, -1] {
+            let why = route(NARROW, MetadataRequest::API_KEY, version)
+                .err()
+                .expect("refused");
+            assert_eq!(
+                why,
+                format!(
+                    "MetadataRequest (API key 3) v{version} is not handled by this broker, which \
+                     handles v1-5"
+                )
+            );
+        }
+        let why = route(NARROW, 9999, 0).err().expect("refused");
+        assert_eq!(
+            why,
+            "API key 9999 (unknown) is not handled by this broker yet"
+        );
+        let why = route(NARROW, ProduceRequest::API_KEY, 9)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            why,
+            "API key 0 (ProduceRequest) is not handled by this broker yet"
+        );
+    }
+
+    #[test]
+    fn a_newer_api_versions_still_reaches_its_handler() {
+        // KIP-511: answered in v0 with UNSUPPORTED_VERSION, so the client can fall back.
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 4).is_ok());
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 99).is_ok());
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, -1).is_err());
+        assert!(route(HANDLERS, ApiVersionsRequest::API_KEY, i16::MAX).is_ok());
     }
 }
