@@ -347,7 +347,12 @@ pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) ->
 fn count_outcomes(operations: &[Operation], report: &mut Report) {
     for operation in operations {
         match &operation.outcome {
-            Some(Outcome::Appended { .. }) | Some(Outcome::Read { .. }) => report.ops_ok += 1,
+            Some(Outcome::Appended { .. })
+            | Some(Outcome::Read { .. })
+            | Some(Outcome::Joined { .. })
+            | Some(Outcome::Committed { .. })
+            | Some(Outcome::Fetched { .. })
+            | Some(Outcome::Deleted { .. }) => report.ops_ok += 1,
             Some(Outcome::Failed { .. }) | Some(Outcome::CorruptRead { .. }) => {
                 report.ops_failed += 1
             }
@@ -479,6 +484,15 @@ impl<'h> Index<'h> {
                 }),
                 // A corrupt read observed nothing, like a failed one.
                 (Op::Read { .. }, _) => {}
+                // Group operations name partitions of their own; crate::groups judges them.
+                (
+                    Op::Join { .. }
+                    | Op::Poll { .. }
+                    | Op::OffsetCommit { .. }
+                    | Op::OffsetFetch { .. }
+                    | Op::OffsetDelete { .. },
+                    _,
+                ) => {}
             }
         }
         let mut final_offsets: BTreeMap<Value, Vec<Offset>> = BTreeMap::new();
@@ -1281,15 +1295,21 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
 /// watermark, at each open: the log a restarted node opens must still hold
 /// everything below the highest high watermark that a read completed before
 /// the open had reported (`log_end_offset >= high watermark`). Walks the events
-/// in order, so it is linear.
+/// in order, so it is linear. Group polls, of other partitions, are not reads.
 fn check_opens_keep_watermark(history: &History, report: &mut Report) {
     let mut highest: Option<(OpId, Offset)> = None;
-    for event in history.events() {
+    let events = history.events();
+    for event in events {
         match &event.kind {
             EventKind::Complete {
                 op,
                 outcome: Outcome::Read { high_watermark, .. },
-            } if highest.is_none_or(|(_, h)| *high_watermark > h) => {
+            } if highest.is_none_or(|(_, h)| *high_watermark > h)
+                && matches!(
+                    events.get(*op).map(|invocation| &invocation.kind),
+                    Some(EventKind::Invoke(Op::Read { .. }))
+                ) =>
+            {
                 highest = Some((*op, *high_watermark));
             }
             EventKind::Node(NodeEvent::Opened { log_end_offset, .. }) => {

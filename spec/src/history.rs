@@ -15,10 +15,27 @@
 //! - Every value is written by at most one append invocation, and appends are
 //!   never empty, so a value observed anywhere names exactly one write.
 //!
+//! - An offset commit names each partition once, and its answer reports only
+//!   partitions it committed, each once; an offset fetch and an offset
+//!   delete likewise.
+//!
 //! Node events ([`NodeEvent`]: the log was opened, the broker found
 //! corruption) are facts the system under test reported about itself; the
 //! history records them in order with everything else but asserts nothing
 //! about their content, which is the checkers' to judge.
+//!
+//! Consumer groups are recorded from their members' side, as the members
+//! saw them (the [`crate::groups`] checkers judge them): a member's
+//! JoinGroup and SyncGroup are one operation ([`Op::Join`]) whose ok outcome
+//! is the assignment the member will own in the generation it joined
+//! ([`Outcome::Joined`]); giving the assignment up (a rebalance starting under
+//! the eager protocol, being fenced, crashing, leaving) is a
+//! [`GroupEvent::Revoked`] the member reports; its fetches are
+//! [`Op::Poll`], one partition each; and [`Op::OffsetCommit`] and
+//! [`Op::OffsetFetch`] are operations like any other, a commit's answer
+//! being per partition ([`CommitResult`]) as Kafka's is. Each member is one
+//! sequential process. An admin's [`Op::OffsetDelete`] is answered per
+//! partition like a commit.
 //!
 //! A violated invariant is a bug in the harness, not in the system under test,
 //! so it panics instead of being reported as an anomaly.
@@ -36,6 +53,39 @@ pub type Offset = i64;
 /// which is also the 0-based line number of the invocation in
 /// [`History::render`], so anomaly reports can point at a line.
 pub type OpId = usize;
+
+/// A consumer group's id.
+pub type GroupId = String;
+
+/// A member id the group coordinator handed out at JoinGroup.
+pub type MemberId = String;
+
+/// A classic group's generation id (Kafka's int32 `generation_id`; -1 for a
+/// commit from outside any generation).
+pub type Generation = i32;
+
+/// One partition of a topic, as group members name it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TopicPartition {
+    pub topic: String,
+    pub partition: i32,
+}
+
+impl TopicPartition {
+    pub fn new(topic: impl Into<String>, partition: i32) -> TopicPartition {
+        TopicPartition {
+            topic: topic.into(),
+            partition,
+        }
+    }
+}
+
+impl fmt::Display for TopicPartition {
+    /// Kafka's own rendering, `topic-partition`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}", self.topic, self.partition)
+    }
+}
 
 /// Identity of one record written by a workload; unique per written record.
 ///
@@ -77,6 +127,55 @@ pub enum Op {
     Append { values: Vec<Value> },
     /// Fetch records starting at offset `from`.
     Read { from: Offset },
+    /// A group member's JoinGroup and SyncGroup, from its first JoinGroup
+    /// request to the SyncGroup answer; ok is [`Outcome::Joined`].
+    Join { group: GroupId },
+    /// A group member's fetch of one partition from offset `from`, sent while
+    /// it held `member_id` in `generation`; ok is [`Outcome::Read`] (a batch
+    /// the member's CRC check refused is recorded as Failed). Only the group
+    /// checkers judge polls: [`crate::check`] judges [`Op::Read`] alone.
+    Poll {
+        group: GroupId,
+        member_id: MemberId,
+        generation: Generation,
+        partition: TopicPartition,
+        from: Offset,
+    },
+    /// OffsetCommit of these offsets (each the next offset to consume) by
+    /// `member_id` in `generation`; ok is [`Outcome::Committed`].
+    OffsetCommit {
+        group: GroupId,
+        member_id: MemberId,
+        generation: Generation,
+        offsets: Vec<(TopicPartition, Offset)>,
+    },
+    /// OffsetFetch of the committed offsets of these partitions; ok is
+    /// [`Outcome::Fetched`].
+    OffsetFetch {
+        group: GroupId,
+        partitions: Vec<TopicPartition>,
+    },
+    /// OffsetDelete (an admin's) of the committed offsets of these
+    /// partitions; ok is [`Outcome::Deleted`]. To the checkers a deletion is
+    /// a commit of "no offset".
+    OffsetDelete {
+        group: GroupId,
+        partitions: Vec<TopicPartition>,
+    },
+}
+
+/// The broker's answer for one partition of an OffsetCommit, in the same
+/// three-valued sense as [`Outcome`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitResult {
+    /// Error code NONE: the offset is committed.
+    Acknowledged,
+    /// Definitely not committed (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+    /// REBALANCE_IN_PROGRESS, OFFSET_METADATA_TOO_LARGE, ...).
+    Failed { reason: String },
+    /// May or may not be committed (REQUEST_TIMED_OUT, NOT_COORDINATOR after
+    /// the write began, ...).
+    Unknown { reason: String },
 }
 
 /// How an operation ended, in Jepsen's three-valued sense: ok, fail, or info.
@@ -96,6 +195,30 @@ pub enum Outcome {
     /// when the batch header is unreadable. It is a failed operation that
     /// observed no records.
     CorruptRead { offset: Offset, reason: String },
+    /// The member joined `generation` as `member_id` and owns `partitions`
+    /// in it (the SyncGroup answer's assignment).
+    Joined {
+        member_id: MemberId,
+        generation: Generation,
+        partitions: Vec<TopicPartition>,
+    },
+    /// The OffsetCommit was answered, partition by partition. A partition of
+    /// the commit that the answer does not name counts as Unknown.
+    Committed {
+        results: Vec<(TopicPartition, CommitResult)>,
+    },
+    /// The OffsetDelete was answered, partition by partition, as a commit is
+    /// (Kafka refuses to delete the offsets of a topic the group subscribes
+    /// to: GROUP_SUBSCRIBED_TO_TOPIC).
+    Deleted {
+        results: Vec<(TopicPartition, CommitResult)>,
+    },
+    /// The OffsetFetch answered these committed offsets; None is Kafka's -1,
+    /// no committed offset. A requested partition the answer does not name
+    /// (a per-partition error) observed nothing.
+    Fetched {
+        offsets: Vec<(TopicPartition, Option<Offset>)>,
+    },
     /// Definitely did not take effect.
     Failed { reason: String },
     /// May or may not have taken effect (timeout, connection lost, IO error after a write).
@@ -114,6 +237,37 @@ pub enum EventKind {
     Note(String),
     /// A fact about the node's log that the checkers judge reads against.
     Node(NodeEvent),
+    /// What a group member reported about its membership.
+    Group(GroupEvent),
+}
+
+/// What a group member reported about its membership, outside its
+/// operations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupEvent {
+    /// The member gave up everything it owned as `member_id` in `generation`
+    /// of `group`: a rebalance began (eager protocol), it was fenced, it
+    /// crashed or left. Until its next [`Outcome::Joined`] it owns nothing.
+    Revoked {
+        group: GroupId,
+        member_id: MemberId,
+        generation: Generation,
+    },
+}
+
+impl fmt::Display for GroupEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GroupEvent::Revoked {
+                group,
+                member_id,
+                generation,
+            } => write!(
+                f,
+                "revoked group={group:?} member={member_id:?} generation={generation}"
+            ),
+        }
+    }
 }
 
 /// What the node reported about its partition log.
@@ -189,7 +343,8 @@ impl History {
     /// Records an invocation; returns the id later passed to complete. Panics
     /// (assert) if time goes backwards relative to the last event, if the
     /// process already has an invocation outstanding, if an append is empty,
-    /// or if an append carries a value that was already written.
+    /// if an append carries a value that was already written, or if an offset
+    /// commit, fetch or delete is empty or names a partition twice.
     pub fn invoke(&mut self, time_ns: u64, process: ProcessId, op: Op) -> OpId {
         self.assert_time_moves_forward(time_ns);
         if let Some(open) = self.outstanding.get(&process) {
@@ -211,6 +366,18 @@ impl History {
                     "value {value} was written twice; values must be unique per written record"
                 );
             }
+        }
+        match &op {
+            Op::OffsetCommit { offsets, .. } => {
+                assert_partitions_once(process, "offset commit", offsets.iter().map(|(tp, _)| tp))
+            }
+            Op::OffsetFetch { partitions, .. } => {
+                assert_partitions_once(process, "offset fetch", partitions.iter())
+            }
+            Op::OffsetDelete { partitions, .. } => {
+                assert_partitions_once(process, "offset delete", partitions.iter())
+            }
+            _ => {}
         }
         let id = self.events.len();
         self.events.push(Event {
@@ -246,16 +413,26 @@ impl History {
             "completed op #{op} of process {process}, but it is not that process's outstanding \
              invocation (was it completed already?)"
         );
-        let kind_matches = !matches!(
-            (invoked, &outcome),
-            (Op::Append { .. }, Outcome::Read { .. })
-                | (Op::Append { .. }, Outcome::CorruptRead { .. })
-                | (Op::Read { .. }, Outcome::Appended { .. })
-        );
         assert!(
-            kind_matches,
+            outcome_fits(invoked, &outcome),
             "op #{op} ({invoked:?}) completed with an outcome of the wrong kind: {outcome:?}"
         );
+        match (invoked, &outcome) {
+            (Op::OffsetCommit { offsets, .. }, Outcome::Committed { results }) => {
+                assert_answers_requested(
+                    op,
+                    offsets.iter().map(|(tp, _)| tp),
+                    results.iter().map(|(tp, _)| tp),
+                )
+            }
+            (Op::OffsetFetch { partitions, .. }, Outcome::Fetched { offsets }) => {
+                assert_answers_requested(op, partitions.iter(), offsets.iter().map(|(tp, _)| tp))
+            }
+            (Op::OffsetDelete { partitions, .. }, Outcome::Deleted { results }) => {
+                assert_answers_requested(op, partitions.iter(), results.iter().map(|(tp, _)| tp))
+            }
+            _ => {}
+        }
         self.outstanding.remove(&process);
         self.events.push(Event {
             time_ns,
@@ -285,6 +462,19 @@ impl History {
             time_ns,
             process,
             kind: EventKind::Node(event),
+        });
+    }
+
+    /// Records what a group member reported about its membership (it gave up
+    /// its assignment); the group checkers end the member's ownership there,
+    /// so it must be recorded when it happens, in order with the member's
+    /// operations, under the member's process.
+    pub fn group(&mut self, time_ns: u64, process: ProcessId, event: GroupEvent) {
+        self.assert_time_moves_forward(time_ns);
+        self.events.push(Event {
+            time_ns,
+            process,
+            kind: EventKind::Group(event),
         });
     }
 
@@ -320,7 +510,7 @@ impl History {
                         operation.outcome = Some(outcome.clone());
                     }
                 }
-                EventKind::Note(_) | EventKind::Node(_) => {}
+                EventKind::Note(_) | EventKind::Node(_) | EventKind::Group(_) => {}
             }
         }
         operations
@@ -348,6 +538,55 @@ impl History {
     }
 }
 
+/// Whether `outcome` is one that `op` can end with: each operation has its own
+/// ok outcome, and any can fail or end unknown.
+fn outcome_fits(op: &Op, outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Failed { .. } | Outcome::Unknown { .. } => true,
+        Outcome::Appended { .. } => matches!(op, Op::Append { .. }),
+        Outcome::Read { .. } => matches!(op, Op::Read { .. } | Op::Poll { .. }),
+        Outcome::CorruptRead { .. } => matches!(op, Op::Read { .. }),
+        Outcome::Joined { .. } => matches!(op, Op::Join { .. }),
+        Outcome::Committed { .. } => matches!(op, Op::OffsetCommit { .. }),
+        Outcome::Fetched { .. } => matches!(op, Op::OffsetFetch { .. }),
+        Outcome::Deleted { .. } => matches!(op, Op::OffsetDelete { .. }),
+    }
+}
+
+/// Asserts that a group request is not empty and names no partition twice.
+fn assert_partitions_once<'a>(
+    process: ProcessId,
+    what: &str,
+    partitions: impl Iterator<Item = &'a TopicPartition>,
+) {
+    let mut seen = BTreeSet::new();
+    for tp in partitions {
+        assert!(
+            seen.insert(tp),
+            "process {process} invoked an {what} naming {tp} twice"
+        );
+    }
+    assert!(
+        !seen.is_empty(),
+        "process {process} invoked an empty {what}; it names at least one partition"
+    );
+}
+
+/// Asserts that an answer names only partitions its request named, each once.
+fn assert_answers_requested<'a>(
+    op: OpId,
+    requested: impl Iterator<Item = &'a TopicPartition>,
+    answered: impl Iterator<Item = &'a TopicPartition>,
+) {
+    let mut open: BTreeSet<&TopicPartition> = requested.collect();
+    for tp in answered {
+        assert!(
+            open.remove(tp),
+            "op #{op} was answered for {tp}, which it did not ask about or was answered for twice"
+        );
+    }
+}
+
 impl fmt::Display for History {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for event in &self.events {
@@ -359,6 +598,47 @@ impl fmt::Display for History {
                     writeln!(f, "]")?;
                 }
                 EventKind::Invoke(Op::Read { from }) => writeln!(f, "invoke read from={from}")?,
+                EventKind::Invoke(Op::Join { group }) => {
+                    writeln!(f, "invoke join group={group:?}")?
+                }
+                EventKind::Invoke(Op::Poll {
+                    group,
+                    member_id,
+                    generation,
+                    partition,
+                    from,
+                }) => writeln!(
+                    f,
+                    "invoke poll group={group:?} member={member_id:?} generation={generation} \
+                     {partition} from={from}"
+                )?,
+                EventKind::Invoke(Op::OffsetCommit {
+                    group,
+                    member_id,
+                    generation,
+                    offsets,
+                }) => {
+                    write!(
+                        f,
+                        "invoke offset-commit group={group:?} member={member_id:?} \
+                         generation={generation} ["
+                    )?;
+                    write_separated(
+                        f,
+                        offsets.iter().map(|(tp, offset)| format!("{tp}:{offset}")),
+                    )?;
+                    writeln!(f, "]")?;
+                }
+                EventKind::Invoke(Op::OffsetFetch { group, partitions }) => {
+                    write!(f, "invoke offset-fetch group={group:?} [")?;
+                    write_separated(f, partitions.iter())?;
+                    writeln!(f, "]")?;
+                }
+                EventKind::Invoke(Op::OffsetDelete { group, partitions }) => {
+                    write!(f, "invoke offset-delete group={group:?} [")?;
+                    write_separated(f, partitions.iter())?;
+                    writeln!(f, "]")?;
+                }
                 EventKind::Complete { outcome, .. } => match outcome {
                     Outcome::Appended { base_offset } => {
                         writeln!(f, "ok appended base_offset={base_offset}")?
@@ -379,15 +659,59 @@ impl fmt::Display for History {
                     Outcome::CorruptRead { offset, reason } => {
                         writeln!(f, "fail corrupt-read offset={offset} {reason:?}")?
                     }
+                    Outcome::Joined {
+                        member_id,
+                        generation,
+                        partitions,
+                    } => {
+                        write!(
+                            f,
+                            "ok joined member={member_id:?} generation={generation} ["
+                        )?;
+                        write_separated(f, partitions.iter())?;
+                        writeln!(f, "]")?;
+                    }
+                    Outcome::Committed { results } => write_results(f, "committed", results)?,
+                    Outcome::Deleted { results } => write_results(f, "deleted", results)?,
+                    Outcome::Fetched { offsets } => {
+                        write!(f, "ok fetched [")?;
+                        write_separated(
+                            f,
+                            offsets.iter().map(|(tp, offset)| match offset {
+                                Some(offset) => format!("{tp}:{offset}"),
+                                None => format!("{tp}:none"),
+                            }),
+                        )?;
+                        writeln!(f, "]")?;
+                    }
                     Outcome::Failed { reason } => writeln!(f, "fail {reason:?}")?,
                     Outcome::Unknown { reason } => writeln!(f, "info {reason:?}")?,
                 },
                 EventKind::Note(text) => writeln!(f, "note {text:?}")?,
                 EventKind::Node(node) => writeln!(f, "node {node}")?,
+                EventKind::Group(group) => writeln!(f, "group {group}")?,
             }
         }
         Ok(())
     }
+}
+
+/// A per-partition answer: "ok <what> [t-0 ok, t-1 fail "reason"]".
+fn write_results(
+    f: &mut fmt::Formatter<'_>,
+    what: &str,
+    results: &[(TopicPartition, CommitResult)],
+) -> fmt::Result {
+    write!(f, "ok {what} [")?;
+    write_separated(
+        f,
+        results.iter().map(|(tp, result)| match result {
+            CommitResult::Acknowledged => format!("{tp} ok"),
+            CommitResult::Failed { reason } => format!("{tp} fail {reason:?}"),
+            CommitResult::Unknown { reason } => format!("{tp} info {reason:?}"),
+        }),
+    )?;
+    writeln!(f, "]")
 }
 
 fn write_separated<T: fmt::Display>(
@@ -710,6 +1034,199 @@ mod tests {
     fn empty_append_panics() {
         let mut h = History::new();
         h.invoke(1, 1, Op::Append { values: vec![] });
+    }
+
+    fn tp(partition: i32) -> TopicPartition {
+        TopicPartition::new("t", partition)
+    }
+
+    fn fetch(partitions: Vec<TopicPartition>) -> Op {
+        Op::OffsetFetch {
+            group: "g".into(),
+            partitions,
+        }
+    }
+
+    fn poll(from: Offset) -> Op {
+        Op::Poll {
+            group: "g".into(),
+            member_id: "m-1".into(),
+            generation: 3,
+            partition: tp(0),
+            from,
+        }
+    }
+
+    fn commit(offsets: Vec<(TopicPartition, Offset)>) -> Op {
+        Op::OffsetCommit {
+            group: "g".into(),
+            member_id: "m-1".into(),
+            generation: 3,
+            offsets,
+        }
+    }
+
+    #[test]
+    fn group_events_render_one_line_each() {
+        let mut h = History::new();
+        let j = h.invoke(1, 1, Op::Join { group: "g".into() });
+        h.complete(
+            2,
+            j,
+            Outcome::Joined {
+                member_id: "m-1".into(),
+                generation: 3,
+                partitions: vec![tp(0), tp(1)],
+            },
+        );
+        let p = h.invoke(3, 1, poll(5));
+        h.complete(
+            4,
+            p,
+            Outcome::Read {
+                records: vec![(5, v(9, 0))],
+                high_watermark: 6,
+            },
+        );
+        let c = h.invoke(5, 1, commit(vec![(tp(0), 6), (tp(1), 0), (tp(2), 1)]));
+        h.complete(
+            6,
+            c,
+            Outcome::Committed {
+                results: vec![
+                    (tp(0), CommitResult::Acknowledged),
+                    (
+                        tp(1),
+                        CommitResult::Failed {
+                            reason: "ILLEGAL_GENERATION".into(),
+                        },
+                    ),
+                    (
+                        tp(2),
+                        CommitResult::Unknown {
+                            reason: "REQUEST_TIMED_OUT".into(),
+                        },
+                    ),
+                ],
+            },
+        );
+        let f = h.invoke(7, 2, fetch(vec![tp(0), tp(1)]));
+        h.complete(
+            8,
+            f,
+            Outcome::Fetched {
+                offsets: vec![(tp(0), Some(6)), (tp(1), None)],
+            },
+        );
+        let d = h.invoke(
+            9,
+            3,
+            Op::OffsetDelete {
+                group: "g".into(),
+                partitions: vec![tp(1)],
+            },
+        );
+        h.complete(
+            9,
+            d,
+            Outcome::Deleted {
+                results: vec![(
+                    tp(1),
+                    CommitResult::Failed {
+                        reason: "GROUP_SUBSCRIBED_TO_TOPIC".into(),
+                    },
+                )],
+            },
+        );
+        h.group(
+            9,
+            1,
+            GroupEvent::Revoked {
+                group: "g".into(),
+                member_id: "m-1".into(),
+                generation: 3,
+            },
+        );
+        let expected = "\
+1 p1 invoke join group=\"g\"
+2 p1 ok joined member=\"m-1\" generation=3 [t-0, t-1]
+3 p1 invoke poll group=\"g\" member=\"m-1\" generation=3 t-0 from=5
+4 p1 ok read hw=6 [5:p9#0]
+5 p1 invoke offset-commit group=\"g\" member=\"m-1\" generation=3 [t-0:6, t-1:0, t-2:1]
+6 p1 ok committed [t-0 ok, t-1 fail \"ILLEGAL_GENERATION\", t-2 info \"REQUEST_TIMED_OUT\"]
+7 p2 invoke offset-fetch group=\"g\" [t-0, t-1]
+8 p2 ok fetched [t-0:6, t-1:none]
+9 p3 invoke offset-delete group=\"g\" [t-1]
+9 p3 ok deleted [t-1 fail \"GROUP_SUBSCRIBED_TO_TOPIC\"]
+9 p1 group revoked group=\"g\" member=\"m-1\" generation=3
+";
+        assert_eq!(h.render(), expected);
+        assert_eq!(h.operations().len(), 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "naming t-0 twice")]
+    fn a_commit_naming_a_partition_twice_panics() {
+        let mut h = History::new();
+        h.invoke(1, 1, commit(vec![(tp(0), 1), (tp(0), 2)]));
+    }
+
+    #[test]
+    #[should_panic(expected = "empty offset fetch")]
+    fn an_empty_offset_fetch_panics() {
+        let mut h = History::new();
+        h.invoke(1, 1, fetch(vec![]));
+    }
+
+    #[test]
+    #[should_panic(expected = "which it did not ask about or was answered for twice")]
+    fn an_answer_for_a_partition_not_committed_panics() {
+        let mut h = History::new();
+        let c = h.invoke(1, 1, commit(vec![(tp(0), 1)]));
+        h.complete(
+            2,
+            c,
+            Outcome::Committed {
+                results: vec![(tp(1), CommitResult::Acknowledged)],
+            },
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "which it did not ask about or was answered for twice")]
+    fn a_fetch_answering_a_partition_twice_panics() {
+        let mut h = History::new();
+        let f = h.invoke(1, 1, fetch(vec![tp(0)]));
+        h.complete(
+            2,
+            f,
+            Outcome::Fetched {
+                offsets: vec![(tp(0), Some(1)), (tp(0), Some(1))],
+            },
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong kind")]
+    fn a_poll_completed_as_a_corrupt_read_panics() {
+        let mut h = History::new();
+        let p = h.invoke(1, 1, poll(0));
+        h.complete(
+            2,
+            p,
+            Outcome::CorruptRead {
+                offset: 0,
+                reason: "crc".into(),
+            },
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong kind")]
+    fn a_join_completed_with_fetched_offsets_panics() {
+        let mut h = History::new();
+        let j = h.invoke(1, 1, Op::Join { group: "g".into() });
+        h.complete(2, j, Outcome::Fetched { offsets: vec![] });
     }
 
     #[test]

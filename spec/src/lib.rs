@@ -29,6 +29,7 @@ pub use checker::{
     ANOMALY_DETAILS_MAX,
 };
 pub use history::{
-    Event, EventKind, History, NodeEvent, Offset, Op, OpId, Operation, Outcome, ProcessId, Value,
+    CommitResult, Event, EventKind, Generation, GroupEvent, GroupId, History, MemberId, NodeEvent,
+    Offset, Op, OpId, Operation, Outcome, ProcessId, TopicPartition, Value,
 };
 pub use model::{LogModel, ModelError};

@@ -321,6 +321,7 @@ fn rebuild(history: &History, mut edit: impl FnMut(OpId, &Event) -> Vec<Event>) 
                 }
                 EventKind::Note(text) => copy.note(event.time_ns, event.process, text),
                 EventKind::Node(node) => copy.node(event.time_ns, event.process, node),
+                EventKind::Group(group) => copy.group(event.time_ns, event.process, group),
             }
         }
     }
