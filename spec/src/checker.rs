@@ -1220,40 +1220,32 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
     }
     for reads in groups.values() {
         // `reads` is in invocation order, as `Index::reads` is.
-        let mut completions: Vec<&Observed<'_>> = reads.clone();
-        completions.sort_by_key(|read| (read.complete_ns, read.op));
-        let mut completed = completions.iter().peekable();
-        // The highest watermark among reads completed so far; the earliest
-        // such read on ties, so the report names the first evidence.
-        let mut highest: Option<&Observed<'_>> = None;
-        for read in reads {
-            while let Some(done) = completed.next_if(|done| done.complete_ns < read.invoke_ns) {
-                if highest.is_none_or(|h| done.high_watermark > h.high_watermark) {
-                    highest = Some(done);
-                }
-            }
-            if let Some(earlier) = highest.filter(|h| read.high_watermark < h.high_watermark) {
-                report.record(AnomalyKind::Watermark, || {
-                    let scope = if options.watermark_may_regress {
-                        " within one open of the log"
-                    } else {
-                        ""
-                    };
-                    format!(
-                        "read op #{} reported high watermark {}, below the high watermark {} \
-                         that read op #{} reported when it completed at {} ns, before read op \
-                         #{} was invoked at {} ns; the high watermark must never move \
-                         back{scope}",
-                        read.op,
-                        read.high_watermark,
-                        earlier.high_watermark,
-                        earlier.op,
-                        earlier.complete_ns,
-                        read.op,
-                        read.invoke_ns
-                    )
-                });
-            }
+        let regressions = real_time_regressions(
+            reads,
+            |read| (read.invoke_ns, read.complete_ns),
+            |read| read.high_watermark,
+        );
+        for (read, earlier) in regressions {
+            report.record(AnomalyKind::Watermark, || {
+                let scope = if options.watermark_may_regress {
+                    " within one open of the log"
+                } else {
+                    ""
+                };
+                format!(
+                    "read op #{} reported high watermark {}, below the high watermark {} \
+                     that read op #{} reported when it completed at {} ns, before read op \
+                     #{} was invoked at {} ns; the high watermark must never move \
+                     back{scope}",
+                    read.op,
+                    read.high_watermark,
+                    earlier.high_watermark,
+                    earlier.op,
+                    earlier.complete_ns,
+                    read.op,
+                    read.invoke_ns
+                )
+            });
         }
     }
 
@@ -1290,6 +1282,39 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
             highest.op, highest.high_watermark, highest.high_watermark
         )
     });
+}
+
+/// The real-time order of a value that must never move back (a high
+/// watermark, a group's generation): walks `items`, which must be in
+/// invocation order, and returns each item whose value is below the highest
+/// value among the items that completed strictly before it was invoked,
+/// paired with the earliest-completed item holding that highest value, so
+/// that a report names the first evidence. Items overlapping in time are not
+/// compared, since either may have taken effect first. `times` gives an
+/// item's invocation and completion; n log n, for one sort.
+pub(crate) fn real_time_regressions<'a, T, V: Ord>(
+    items: &[&'a T],
+    times: impl Fn(&T) -> (u64, u64),
+    value: impl Fn(&T) -> V,
+) -> Vec<(&'a T, &'a T)> {
+    let mut completions: Vec<&'a T> = items.to_vec();
+    // Stable: ties in completion keep invocation order.
+    completions.sort_by_key(|item| times(item).1);
+    let mut completed = completions.into_iter().peekable();
+    let mut highest: Option<&'a T> = None;
+    let mut regressions = Vec::new();
+    for &item in items {
+        let invoke_ns = times(item).0;
+        while let Some(done) = completed.next_if(|done| times(done).1 < invoke_ns) {
+            if highest.is_none_or(|h| value(done) > value(h)) {
+                highest = Some(done);
+            }
+        }
+        if let Some(earlier) = highest.filter(|h| value(item) < value(h)) {
+            regressions.push((item, earlier));
+        }
+    }
+    regressions
 }
 
 /// watermark, at each open: the log a restarted node opens must still hold
