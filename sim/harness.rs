@@ -597,6 +597,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             // high watermark covered.
             watermark_may_regress: matches!(options.flush, FlushPolicy::PageCache { .. })
                 && options.crash_modes.iter().any(|m| m.loses_power()),
+            // No consumer groups yet: check_groups is not run.
+            group_state_may_regress: false,
+            groups_stable_at_end: false,
         },
     );
     // The node checks its log right after each open (`node::check_dense_at_open`): a log

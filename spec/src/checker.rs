@@ -11,7 +11,10 @@
 //! watermark (the high watermark each fetch answer reported), offset-gap
 //! (dense offsets, for a topic neither compacted nor transactional) and
 //! corrupt-read (corrupt batches served where recovery or the broker's own
-//! corruption report should have stopped them).
+//! corruption report should have stopped them). The consumer-group kinds
+//! (split-assignment, generation-regress, zombie-commit, lost-commit,
+//! commit-regress, unseen) are judged by [`crate::groups`], which shares
+//! this module's [`Report`] and [`CheckOptions`].
 //!
 //! Invariants the checkers rely on, all guaranteed by [`History`]: values are
 //! unique per append invocation, a process is sequential, and every outcome is
@@ -99,11 +102,29 @@ pub enum AnomalyKind {
     /// (recovery verified it), or at or above where the broker itself had
     /// reported corruption.
     CorruptRead,
+    /// Two members reported owning the same partition in the same generation
+    /// of a group ([`crate::groups`]).
+    SplitAssignment,
+    /// A member joined a group at a generation below one another join had
+    /// already completed with.
+    GenerationRegress,
+    /// An offset commit of a generation older than one a join had already
+    /// completed with was acknowledged: the coordinator failed to fence it.
+    ZombieCommit,
+    /// An offset fetch returned a committed offset that could not be the
+    /// latest: an acknowledged commit's effect was lost, or the offset was
+    /// never (successfully) committed.
+    LostCommit,
+    /// A member that kept a partition saw its committed offset go backwards.
+    CommitRegress,
+    /// A record below the final high watermark of a partition a stable group
+    /// consumed was never delivered to any of its members.
+    Unseen,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [AnomalyKind; 13] = [
+    pub const ALL: [AnomalyKind; 19] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::NonmonotonicSend,
@@ -117,6 +138,12 @@ impl AnomalyKind {
         AnomalyKind::OffsetGap,
         AnomalyKind::Watermark,
         AnomalyKind::CorruptRead,
+        AnomalyKind::SplitAssignment,
+        AnomalyKind::GenerationRegress,
+        AnomalyKind::ZombieCommit,
+        AnomalyKind::LostCommit,
+        AnomalyKind::CommitRegress,
+        AnomalyKind::Unseen,
     ];
 
     pub fn name(self) -> &'static str {
@@ -134,6 +161,12 @@ impl AnomalyKind {
             AnomalyKind::OffsetGap => "offset-gap",
             AnomalyKind::Watermark => "watermark",
             AnomalyKind::CorruptRead => "corrupt-read",
+            AnomalyKind::SplitAssignment => "split-assignment",
+            AnomalyKind::GenerationRegress => "generation-regress",
+            AnomalyKind::ZombieCommit => "zombie-commit",
+            AnomalyKind::LostCommit => "lost-commit",
+            AnomalyKind::CommitRegress => "commit-regress",
+            AnomalyKind::Unseen => "unseen",
         }
     }
 }
@@ -230,6 +263,15 @@ pub struct CheckOptions {
     /// default: under sync-before-ack the single node's high watermark is
     /// durable and never moves back, even across restarts.
     pub watermark_may_regress: bool,
+    /// Acknowledged group state (generations, assignments and committed
+    /// offsets in `__consumer_offsets`) may legitimately be lost at a restart,
+    /// for the same reason as `watermark_may_regress`; then
+    /// [`crate::check_groups`] judges only unseen. False by default.
+    pub group_state_may_regress: bool,
+    /// The run ended with every group stable and a healing phase without
+    /// faults long enough for the members to consume everything, so
+    /// [`crate::check_groups`] judges unseen (liveness). False by default.
+    pub groups_stable_at_end: bool,
 }
 
 /// The verdict on one run.
@@ -1543,7 +1585,7 @@ fn offset_at(base: Offset, index: usize) -> Offset {
     base.saturating_add(Offset::try_from(index).unwrap_or(Offset::MAX))
 }
 
-fn list_offsets(offsets: &[Offset]) -> String {
+pub(crate) fn list_offsets(offsets: &[Offset]) -> String {
     let mut text = String::from("offsets [");
     for (i, offset) in offsets.iter().take(DETAIL_OFFSETS_MAX).enumerate() {
         if i > 0 {
@@ -1556,6 +1598,31 @@ fn list_offsets(offsets: &[Offset]) -> String {
     }
     text.push(']');
     text
+}
+
+/// Asserts the report holds exactly the listed kinds (the crate's tests).
+#[cfg(test)]
+pub(crate) fn assert_kinds(report: &Report, kinds: &[AnomalyKind]) {
+    for kind in AnomalyKind::ALL {
+        assert_eq!(
+            report.has(kind),
+            kinds.contains(&kind),
+            "{kind} expected: {}\n{}",
+            kinds.contains(&kind),
+            report.summary()
+        );
+    }
+}
+
+/// The details a report kept for `kind` (the crate's tests).
+#[cfg(test)]
+pub(crate) fn details(report: &Report, kind: AnomalyKind) -> Vec<&str> {
+    report
+        .anomalies
+        .iter()
+        .filter(|a| a.kind == kind)
+        .map(|a| a.detail.as_str())
+        .collect()
 }
 
 #[cfg(test)]
@@ -1731,19 +1798,6 @@ mod tests {
         }
     }
 
-    /// Asserts the report holds exactly the listed kinds.
-    fn assert_kinds(report: &Report, kinds: &[AnomalyKind]) {
-        for kind in AnomalyKind::ALL {
-            assert_eq!(
-                report.has(kind),
-                kinds.contains(&kind),
-                "{kind} expected: {}\n{}",
-                kinds.contains(&kind),
-                report.summary()
-            );
-        }
-    }
-
     /// Four records from process 1, acknowledged at offsets 0..=3.
     fn four_acked() -> (Builder, Vec<Value>) {
         let mut b = Builder::default();
@@ -1771,7 +1825,13 @@ mod tests {
                 "serving-above-watermark",
                 "offset-gap",
                 "watermark",
-                "corrupt-read"
+                "corrupt-read",
+                "split-assignment",
+                "generation-regress",
+                "zombie-commit",
+                "lost-commit",
+                "commit-regress",
+                "unseen"
             ]
         );
     }
@@ -2395,15 +2455,6 @@ mod tests {
         b.append_ok(1, &values, 0);
         let log = final_log(0, &values);
         (b, values, log)
-    }
-
-    fn details(report: &Report, kind: AnomalyKind) -> Vec<&str> {
-        report
-            .anomalies
-            .iter()
-            .filter(|a| a.kind == kind)
-            .map(|a| a.detail.as_str())
-            .collect()
     }
 
     #[test]

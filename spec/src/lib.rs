@@ -1,26 +1,34 @@
-//! The executable specification of a single Samsa partition log.
+//! The executable specification of a Samsa partition log and of the
+//! consumer groups that read it.
 //!
-//! This crate states what a correct partition does, independently of how the
-//! broker implements it, so that the deterministic simulation harness and the
-//! property tests judge the broker against something they did not derive from
-//! it. It depends on nothing, least of all the broker crate.
+//! This crate states what a correct partition and group coordinator do,
+//! independently of how the broker implements them, so that the
+//! deterministic simulation harness and the property tests judge the broker
+//! against something they did not derive from it. It depends on nothing,
+//! least of all the broker crate.
 //!
 //! - [`history`] records what a workload did and saw, in Jepsen's terms:
 //!   sequential processes invoking operations that complete ok, fail, or
 //!   with an unknown outcome, and what the node reported about its log
-//!   (opened with a recovery point, found corruption).
+//!   (opened with a recovery point, found corruption); and consumer groups
+//!   as their members saw them (joins with their assignment, revocations,
+//!   polls, offset commits, fetches and deletes).
 //! - [`model`] is the reference partition log: dense offsets, ordered records.
 //! - [`checker`] judges a history plus the log as read offline after the run,
 //!   and reports anomalies under Jepsen's names (lost-write,
 //!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
 //!   duplicate, phantom-read, unreported-corruption, retention-overreach,
 //!   serving-above-watermark, offset-gap, watermark, corrupt-read).
+//! - [`groups`] judges the consumer groups of a history into the same
+//!   report (split-assignment, generation-regress, zombie-commit,
+//!   lost-commit, commit-regress, unseen).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be
 //! replayed and compared.
 
 pub mod checker;
+pub mod groups;
 pub mod history;
 pub mod model;
 
@@ -28,6 +36,7 @@ pub use checker::{
     check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
     ANOMALY_DETAILS_MAX,
 };
+pub use groups::{check_groups, FinalPartition};
 pub use history::{
     CommitResult, Event, EventKind, Generation, GroupEvent, GroupId, History, MemberId, NodeEvent,
     Offset, Op, OpId, Operation, Outcome, ProcessId, TopicPartition, Value,
