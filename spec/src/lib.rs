@@ -13,7 +13,9 @@
 //!   (opened with a recovery point, found corruption); and consumer groups
 //!   as their members saw them (joins with their assignment, revocations,
 //!   polls, offset commits, fetches and deletes).
-//! - [`model`] is the reference partition log: dense offsets, ordered records.
+//! - [`model`] holds the reference models: the partition log (dense
+//!   offsets, ordered records) and a classic group at its coordinator
+//!   (generations, assignments, fenced commits).
 //! - [`checker`] judges a history plus the log as read offline after the run,
 //!   and reports anomalies under Jepsen's names (lost-write,
 //!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
@@ -41,4 +43,4 @@ pub use history::{
     CommitResult, Event, EventKind, Generation, GroupEvent, GroupId, History, MemberId, NodeEvent,
     Offset, Op, OpId, Operation, Outcome, ProcessId, TopicPartition, Value,
 };
-pub use model::{LogModel, ModelError};
+pub use model::{GroupError, GroupModel, LogModel, ModelError};

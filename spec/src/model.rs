@@ -1,18 +1,29 @@
-//! The reference model of one partition log: what a correct broker's log
-//! contains after a sequence of appends and truncations.
+//! Reference models: what a correct broker's state is after a sequence of
+//! operations.
 //!
+//! [`LogModel`] is one partition log after appends and truncations.
 //! Invariants: offsets are dense (the record at offset `o` is the
 //! `o - log_start_offset`-th element), records keep the order in which they
 //! were appended, and `log_start_offset <= log_end_offset` at all times. There
 //! is no retention yet, so the log start offset stays where the model began.
 //!
-//! The model is deliberately the simplest thing that could be right; the
-//! property test and the simulation compare the real log against it.
+//! [`GroupModel`] is one classic consumer group at its coordinator: the
+//! current generation, its members and their assignment, and the committed
+//! offsets. Invariants: generations only increase, one generation's
+//! assignment gives each partition to at most one member, an offset commit
+//! is accepted only from a member of the current generation (or, with
+//! generation -1 and no member id, while the group has no members), as
+//! Kafka's coordinator fences zombies, and offsets are deleted only while
+//! the group has no members.
+//!
+//! The models are deliberately the simplest things that could be right; the
+//! property tests and the simulation compare the real system against them.
 
+use std::collections::BTreeMap;
 use std::error::Error;
 use std::fmt;
 
-use crate::history::{Offset, Value};
+use crate::history::{Generation, MemberId, Offset, TopicPartition, Value};
 
 /// Why the model refused an operation; mirrors Kafka's OFFSET_OUT_OF_RANGE.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -150,6 +161,124 @@ impl LogModel {
     }
 }
 
+/// Why the group model refused an offset commit, as Kafka's coordinator
+/// answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GroupError {
+    /// UNKNOWN_MEMBER_ID: the member id is not in the current generation.
+    UnknownMemberId,
+    /// ILLEGAL_GENERATION: the member is, but the generation is not current.
+    IllegalGeneration,
+    /// GROUP_SUBSCRIBED_TO_TOPIC: an offset delete while the group has
+    /// members (all of which consume every partition here).
+    GroupSubscribedToTopic,
+}
+
+impl fmt::Display for GroupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            GroupError::UnknownMemberId => "UNKNOWN_MEMBER_ID",
+            GroupError::IllegalGeneration => "ILLEGAL_GENERATION",
+            GroupError::GroupSubscribedToTopic => "GROUP_SUBSCRIBED_TO_TOPIC",
+        })
+    }
+}
+
+impl Error for GroupError {}
+
+/// One classic consumer group at its coordinator.
+#[derive(Clone, Debug)]
+pub struct GroupModel {
+    /// The partitions the group consumes, in assignment order.
+    partitions: Vec<TopicPartition>,
+    /// 0 before the first generation, as Kafka's empty group.
+    generation: Generation,
+    /// The members of the current generation and what each owns.
+    members: BTreeMap<MemberId, Vec<TopicPartition>>,
+    committed: BTreeMap<TopicPartition, Offset>,
+}
+
+impl GroupModel {
+    /// A group with no generation yet, consuming `partitions`.
+    pub fn new(partitions: Vec<TopicPartition>) -> GroupModel {
+        GroupModel {
+            partitions,
+            generation: 0,
+            members: BTreeMap::new(),
+            committed: BTreeMap::new(),
+        }
+    }
+
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// Forms the next generation with `members` (all of them: whoever is not
+    /// named is out) and assigns the partitions round-robin over them in id
+    /// order; returns the new generation. With no members the group is empty.
+    pub fn rebalance(&mut self, members: &[MemberId]) -> Generation {
+        self.generation += 1;
+        let mut ids: Vec<&MemberId> = members.iter().collect();
+        ids.sort();
+        ids.dedup();
+        self.members = ids.iter().map(|&id| (id.clone(), Vec::new())).collect();
+        for (i, tp) in self.partitions.iter().enumerate() {
+            if let Some(owned) = ids
+                .get(i % ids.len().max(1))
+                .and_then(|&id| self.members.get_mut(id))
+            {
+                owned.push(tp.clone());
+            }
+        }
+        self.generation
+    }
+
+    /// What `member_id` owns in the current generation, if it is a member.
+    pub fn assignment(&self, member_id: &str) -> Option<&[TopicPartition]> {
+        self.members.get(member_id).map(Vec::as_slice)
+    }
+
+    /// An OffsetCommit: all of `offsets` or nothing, checked as Kafka's
+    /// coordinator checks it.
+    pub fn commit(
+        &mut self,
+        member_id: &str,
+        generation: Generation,
+        offsets: &[(TopicPartition, Offset)],
+    ) -> Result<(), GroupError> {
+        let simple = generation < 0 && member_id.is_empty() && self.members.is_empty();
+        if !simple {
+            if !self.members.contains_key(member_id) {
+                return Err(GroupError::UnknownMemberId);
+            }
+            if generation != self.generation {
+                return Err(GroupError::IllegalGeneration);
+            }
+        }
+        for (tp, offset) in offsets {
+            self.committed.insert(tp.clone(), *offset);
+        }
+        Ok(())
+    }
+
+    /// An OffsetDelete: refused while the group has members, which consume
+    /// every partition of the model.
+    pub fn delete(&mut self, partitions: &[TopicPartition]) -> Result<(), GroupError> {
+        if !self.members.is_empty() {
+            return Err(GroupError::GroupSubscribedToTopic);
+        }
+        for tp in partitions {
+            self.committed.remove(tp);
+        }
+        Ok(())
+    }
+
+    /// The committed offset of `tp`, None if there is none (Kafka's -1).
+    pub fn fetch(&self, tp: &TopicPartition) -> Option<Offset> {
+        self.committed.get(tp).copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +377,63 @@ mod tests {
             Err(ModelError::OffsetOutOfRange { offset: -1, .. })
         ));
         assert_eq!(log.log_end_offset(), 2);
+    }
+
+    fn tps(n: i32) -> Vec<TopicPartition> {
+        (0..n).map(|p| TopicPartition::new("t", p)).collect()
+    }
+
+    #[test]
+    fn a_rebalance_assigns_each_partition_to_one_member() {
+        let mut group = GroupModel::new(tps(3));
+        assert_eq!(group.generation(), 0);
+        assert_eq!(group.rebalance(&["b".into(), "a".into()]), 1);
+        assert_eq!(
+            group.assignment("a"),
+            Some(&[TopicPartition::new("t", 0), TopicPartition::new("t", 2)][..])
+        );
+        assert_eq!(
+            group.assignment("b"),
+            Some(&[TopicPartition::new("t", 1)][..])
+        );
+        assert_eq!(group.assignment("c"), None);
+        assert_eq!(group.rebalance(&[]), 2);
+        assert_eq!(group.assignment("a"), None);
+    }
+
+    #[test]
+    fn commits_are_fenced_by_member_and_generation() {
+        let mut group = GroupModel::new(tps(1));
+        let t0 = TopicPartition::new("t", 0);
+        assert_eq!(group.fetch(&t0), None);
+        // An empty group takes commits from outside any generation.
+        assert_eq!(group.commit("", -1, &[(t0.clone(), 3)]), Ok(()));
+        group.rebalance(&["a".into()]);
+        assert_eq!(
+            group.commit("", -1, &[(t0.clone(), 4)]),
+            Err(GroupError::UnknownMemberId)
+        );
+        assert_eq!(group.commit("a", 1, &[(t0.clone(), 5)]), Ok(()));
+        group.rebalance(&["a".into()]);
+        assert_eq!(
+            group.commit("a", 1, &[(t0.clone(), 6)]),
+            Err(GroupError::IllegalGeneration)
+        );
+        assert_eq!(
+            group.commit("z", 2, &[(t0.clone(), 6)]),
+            Err(GroupError::UnknownMemberId)
+        );
+        assert_eq!(group.fetch(&t0), Some(5));
+        assert_eq!(
+            GroupError::IllegalGeneration.to_string(),
+            "ILLEGAL_GENERATION"
+        );
+        assert_eq!(
+            group.delete(std::slice::from_ref(&t0)),
+            Err(GroupError::GroupSubscribedToTopic)
+        );
+        group.rebalance(&[]);
+        assert_eq!(group.delete(std::slice::from_ref(&t0)), Ok(()));
+        assert_eq!(group.fetch(&t0), None);
     }
 }
