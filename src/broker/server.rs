@@ -127,6 +127,9 @@ pub async fn connection(
     let write_task = task::spawn(write_loop(Arc::clone(&broker), writer, queue, peer));
     let idle = Duration::from_millis(broker.config.connections_max_idle_ms);
     let request_max = broker.config.socket_request_max_bytes;
+    let caller = handlers::Peer {
+        host: format!("/{}", peer.ip()),
+    };
     loop {
         let frame = tokio::select! {
             biased;
@@ -153,7 +156,7 @@ pub async fn connection(
             }
         };
         let api_key = request.header.request_api_key;
-        let next = match handlers::dispatch(&broker, request).await {
+        let next = match handlers::dispatch(&broker, &caller, request).await {
             Reply::Now(bytes) => Outgoing::Ready(bytes),
             Reply::Later(work) => Outgoing::Pending(task::spawn(work)),
             Reply::LaterParts(work) => Outgoing::PendingParts(task::spawn(work)),

@@ -1,5 +1,9 @@
-//! FindCoordinator (key 10): until the group coordinator arrives (step 6) every key is
-//! answered COORDINATOR_NOT_AVAILABLE, which clients treat as retriable.
+//! FindCoordinator (key 10): names the node that coordinates a group (key type 0): the
+//! leader of the group's `__consumer_offsets` partition, which on a single node is this node.
+//! The first question creates `__consumer_offsets` (once `offsets.topic.replication.factor`
+//! brokers are alive; COORDINATOR_NOT_AVAILABLE until then, which clients retry).
+//! Transaction coordinators (key type 1) do not exist yet: COORDINATOR_NOT_AVAILABLE.
+//! v4+ asks about a batch of keys at once.
 
 use std::sync::Arc;
 
@@ -10,37 +14,81 @@ use crate::protocol::find_coordinator::{
 };
 use crate::protocol::types::NodeId;
 
-const NOT_YET: &str = "this broker has no group or transaction coordinator yet";
+/// FindCoordinator's key types.
+const KEY_TYPE_GROUP: i8 = 0;
+const KEY_TYPE_TRANSACTION: i8 = 1;
 
-pub fn handle(
-    _broker: &Arc<Broker>,
+pub async fn handle(
+    broker: &Arc<Broker>,
     version: i16,
     request: FindCoordinatorRequest,
 ) -> FindCoordinatorResponse {
-    let code = ErrorCode::COORDINATOR_NOT_AVAILABLE.code();
-    if version >= 4 {
-        FindCoordinatorResponse {
-            coordinators: request
-                .coordinator_keys
-                .into_iter()
-                .map(|key| Coordinator {
-                    key,
-                    node_id: NodeId::NONE,
-                    host: String::new(),
-                    port: -1,
-                    error_code: code,
-                    error_message: Some(NOT_YET.to_string()),
-                })
-                .collect(),
-            ..Default::default()
-        }
+    let keys = if version >= 4 {
+        request.coordinator_keys.clone()
     } else {
-        FindCoordinatorResponse {
-            error_code: code,
-            error_message: Some(NOT_YET.to_string()),
-            node_id: NodeId::NONE,
-            port: -1,
+        vec![request.key.clone()]
+    };
+    let mut found = Vec::new();
+    for key in keys {
+        let outcome = match request.key_type {
+            KEY_TYPE_GROUP => match broker.coordinator.ensure_started(&broker.topics).await {
+                Ok(()) => Ok(()),
+                Err(code) => Err((
+                    code,
+                    "the group coordinator is not available yet".to_string(),
+                )),
+            },
+            KEY_TYPE_TRANSACTION => Err((
+                ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                "this broker has no transaction coordinator yet".to_string(),
+            )),
+            other => Err((
+                ErrorCode::INVALID_REQUEST,
+                format!("unknown coordinator key type {other}"),
+            )),
+        };
+        let coordinator = match (outcome, broker.config.advertised_listeners.first()) {
+            (Ok(()), Some(endpoint)) => Coordinator {
+                key,
+                node_id: NodeId(broker.config.node_id),
+                host: endpoint.host.clone(),
+                port: i32::from(endpoint.port),
+                error_code: 0,
+                error_message: None,
+            },
+            (Ok(()), None) => not_found(
+                key,
+                ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                "no advertised listener".to_string(),
+            ),
+            (Err((code, why)), _) => not_found(key, code, why),
+        };
+        found.push(coordinator);
+    }
+    if version >= 4 {
+        return FindCoordinatorResponse {
+            coordinators: found,
             ..Default::default()
-        }
+        };
+    }
+    let c = found.into_iter().next().unwrap_or_default();
+    FindCoordinatorResponse {
+        error_code: c.error_code,
+        error_message: c.error_message,
+        node_id: c.node_id,
+        host: c.host,
+        port: c.port,
+        ..Default::default()
+    }
+}
+
+fn not_found(key: String, code: ErrorCode, why: String) -> Coordinator {
+    Coordinator {
+        key,
+        node_id: NodeId::NONE,
+        host: String::new(),
+        port: -1,
+        error_code: code.code(),
+        error_message: Some(why),
     }
 }

@@ -20,18 +20,28 @@ pub mod alter_configs;
 pub mod api_versions;
 pub mod create_partitions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
+pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod fetch;
 pub mod find_coordinator;
+pub mod heartbeat;
 pub mod incremental_alter_configs;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_delete;
+pub mod offset_fetch;
 pub mod produce;
+pub mod sync_group;
 
 use std::future::{ready, Future};
 use std::pin::Pin;
@@ -92,7 +102,14 @@ pub enum Reply {
 
 /// Starts one request whose API and version its entry handles; the future returns once the
 /// request's state changes are made (see the module invariants).
-pub type Start = for<'a> fn(&'a Arc<Broker>, Request) -> Started<'a>;
+pub type Start = for<'a> fn(&'a Arc<Broker>, &'a Peer, Request) -> Started<'a>;
+
+/// The connection a request came on, as handlers may need it.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    /// The peer's IP as Kafka reports client hosts: `/` and the address.
+    pub host: String,
+}
 
 /// The future a [`Start`] returns.
 pub type Started<'a> = Pin<Box<dyn Future<Output = Reply> + Send + 'a>>;
@@ -146,7 +163,18 @@ impl Handler {
 /// An entry whose handler returns its response directly, awaited by [`answer`].
 macro_rules! answered {
     ($request:ty, $handle:expr) => {
-        Handler::of::<$request>(|broker, request| Box::pin(answer(broker, request, $handle)))
+        Handler::of::<$request>(|broker, _peer, request| Box::pin(answer(broker, request, $handle)))
+    };
+}
+
+/// An entry whose start takes the broker, the correlation id, the version and the request.
+macro_rules! group_entry {
+    ($request:ty, $start:expr) => {
+        Handler::of::<$request>(|broker, _peer, request| {
+            Box::pin(decoded(request, move |correlation_id, version, req| {
+                $start(broker, correlation_id, version, req)
+            }))
+        })
     };
 }
 
@@ -160,13 +188,13 @@ pub static HANDLERS: &[Handler] = {
         // Produce is advertised from v0 though v0-2 are refused (the codec does not know
         // them, so the frame parser closes the connection): librdkafka decides whether the
         // broker is usable from Produce's minimum version (KAFKA-18659).
-        Handler::of::<produce::ProduceRequest>(|broker, request| {
+        Handler::of::<produce::ProduceRequest>(|broker, _peer, request| {
             Box::pin(decoded(request, move |correlation_id, version, req| {
                 self::produce::start(broker, correlation_id, version, req)
             }))
         })
         .advertised_from(0),
-        Handler::of::<fetch::FetchRequest>(|broker, request| {
+        Handler::of::<fetch::FetchRequest>(|broker, _peer, request| {
             Box::pin(decoded(request, move |correlation_id, version, req| {
                 let broker = broker.clone();
                 let context = self::fetch::begin(&broker, version, &req);
@@ -178,10 +206,11 @@ pub static HANDLERS: &[Handler] = {
         }),
         answered!(list_offsets::ListOffsetsRequest, self::list_offsets::handle),
         answered!(metadata::MetadataRequest, self::metadata::handle),
-        answered!(find_coordinator::FindCoordinatorRequest, |b, v, req| ready(
-            self::find_coordinator::handle(b, v, req)
-        )),
-        Handler::of::<api_versions::ApiVersionsRequest>(|broker, request| {
+        answered!(
+            find_coordinator::FindCoordinatorRequest,
+            self::find_coordinator::handle
+        ),
+        Handler::of::<api_versions::ApiVersionsRequest>(|broker, _peer, request| {
             let response = self::api_versions::handle(broker, request.api_version());
             // A version newer than ours gets UNSUPPORTED_VERSION in v0 format (KIP-511).
             let reply_version = if response.error_code != 0 {
@@ -231,6 +260,40 @@ pub static HANDLERS: &[Handler] = {
         answered!(describe_cluster::DescribeClusterRequest, |b, v, req| ready(
             self::describe_cluster::handle(b, v, req)
         )),
+        // @groups: each starts its step on the group's shard and answers when the shard does.
+        Handler::of::<join_group::JoinGroupRequest>(|broker, peer, request| {
+            let caller = Caller {
+                client_id: request.header.client_id.clone().unwrap_or_default(),
+                client_host: peer.host.clone(),
+            };
+            Box::pin(decoded(
+                request,
+                move |correlation_id, version, req| async move {
+                    self::join_group::start(broker, &caller, correlation_id, version, req).await
+                },
+            ))
+        }),
+        group_entry!(sync_group::SyncGroupRequest, self::sync_group::start),
+        group_entry!(heartbeat::HeartbeatRequest, self::heartbeat::start),
+        group_entry!(leave_group::LeaveGroupRequest, self::leave_group::start),
+        group_entry!(
+            offset_commit::OffsetCommitRequest,
+            self::offset_commit::start
+        ),
+        group_entry!(offset_fetch::OffsetFetchRequest, self::offset_fetch::start),
+        group_entry!(
+            describe_groups::DescribeGroupsRequest,
+            self::describe_groups::start
+        ),
+        group_entry!(list_groups::ListGroupsRequest, self::list_groups::start),
+        group_entry!(
+            delete_groups::DeleteGroupsRequest,
+            self::delete_groups::start
+        ),
+        group_entry!(
+            offset_delete::OffsetDeleteRequest,
+            self::offset_delete::start
+        ),
     ]
 };
 
@@ -344,9 +407,9 @@ fn now_at<M: Message>(request: &Request, version: i16, response: &M) -> Reply {
 
 /// Starts one request from its [`HANDLERS`] entry. Returns once its state changes are made
 /// (see the module invariants).
-pub async fn dispatch(broker: &Arc<Broker>, request: Request) -> Reply {
+pub async fn dispatch(broker: &Arc<Broker>, peer: &Peer, request: Request) -> Reply {
     match route(HANDLERS, request.api_key(), request.api_version()) {
-        Ok(entry) => (entry.start)(broker, request).await,
+        Ok(entry) => (entry.start)(broker, peer, request).await,
         Err(why) => Reply::Close(format!(
             "{why} (correlation id {})",
             request.header.correlation_id
@@ -536,5 +599,64 @@ mod tests {
         assert!(route(NARROW, ApiVersionsRequest::API_KEY, 99).is_ok());
         assert!(route(NARROW, ApiVersionsRequest::API_KEY, -1).is_err());
         assert!(route(HANDLERS, ApiVersionsRequest::API_KEY, i16::MAX).is_ok());
+    }
+}
+
+/// Who sent a request, for the group coordinator (DescribeGroups reports it, and a member id
+/// the coordinator hands out starts with the client id, as Kafka's do).
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub client_id: String,
+    /// The peer's address as Kafka reports it: `/` and the IP.
+    pub client_host: String,
+}
+
+impl Caller {
+    /// A fresh member id: the client id, `-`, and a random UUID (Kafka's form).
+    pub fn new_member_id(&self) -> String {
+        let bits = [crate::rt::rand::random_u64(), crate::rt::rand::random_u64()];
+        let uuid = crate::protocol::wire::Uuid::v4_from(bits).0;
+        let hex: String = uuid.iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}-{}",
+            self.client_id,
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
+    }
+}
+
+/// A response computed by `work`, encoded for the request once it is ready.
+pub fn later<M, F>(correlation_id: i32, api_key: i16, version: i16, work: F) -> Reply
+where
+    M: Message + Send + 'static,
+    F: Future<Output = M> + Send + 'static,
+{
+    Reply::Later(Box::pin(async move {
+        let response = work.await;
+        encode_response(correlation_id, api_key, version, &response)
+    }))
+}
+
+/// The coordinator's answer to one request, or the error response `fail` builds when the
+/// group's shard could not be reached or dropped the request (it was unloaded).
+pub async fn await_answer<M>(
+    receiver: Result<
+        tokio::sync::oneshot::Receiver<crate::coordinator::shard::Answer>,
+        crate::coordinator::driver::Unreachable,
+    >,
+    fail: impl Fn(crate::protocol::error::ErrorCode) -> M,
+    extract: impl Fn(crate::coordinator::shard::Answer) -> Option<M>,
+) -> M {
+    use crate::protocol::error::ErrorCode;
+    match receiver {
+        Err(unreachable) => fail(unreachable.code()),
+        Ok(rx) => match rx.await {
+            Ok(answer) => extract(answer).unwrap_or_else(|| fail(ErrorCode::UNKNOWN_SERVER_ERROR)),
+            Err(_) => fail(ErrorCode::NOT_COORDINATOR),
+        },
     }
 }
