@@ -508,100 +508,6 @@ pub fn topic_error_code(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::protocol::api_versions::ApiVersionsRequest;
-    use crate::protocol::metadata::MetadataRequest;
-    use crate::protocol::produce::ProduceRequest;
-
-    #[test]
-    fn each_api_is_registered_once_within_the_codecs_versions() {
-        let mut keys: Vec<i16> = HANDLERS.iter().map(|h| h.api_key).collect();
-        keys.sort_unstable();
-        let before = keys.len();
-        keys.dedup();
-        assert_eq!(keys.len(), before, "an API is registered twice");
-        for entry in HANDLERS {
-            let info = api_info(entry.api_key).expect("a handled API is described by the codec");
-            assert!(
-                info.versions.0 <= entry.versions.0 && entry.versions.1 <= info.versions.1,
-                "{}: handled {:?} outside the codec's {:?}",
-                info.name,
-                entry.versions,
-                info.versions
-            );
-        }
-    }
-
-    #[test]
-    fn api_versions_advertises_the_table() {
-        let advertised = supported_apis();
-        assert_eq!(advertised.len(), HANDLERS.len());
-        for entry in HANDLERS {
-            assert!(advertised.contains(&(entry.api_key, entry.advertised_min, entry.versions.1)));
-        }
-        assert!(
-            advertised.windows(2).all(|w| w[0].0 < w[1].0),
-            "sorted by key"
-        );
-        // Produce from v0 (KAFKA-18659), though v0-2 are not handled.
-        let produce = handler(ProduceRequest::API_KEY).expect("Produce is handled");
-        assert_eq!(produce.advertised_min, 0);
-        assert_eq!(produce.versions.0, 3);
-        assert!(!produce.handles(2));
-    }
-
-    /// A table with one API handled at fewer versions than the codec has.
-    static NARROW: &[Handler] = &[
-        Handler::of_versions::<MetadataRequest>((1, 5), |_, _| {
-            Box::pin(ready(Reply::Close("started".into())))
-        }),
-        Handler::of_versions::<ApiVersionsRequest>((0, 3), |_, _| {
-            Box::pin(ready(Reply::Close("started".into())))
-        }),
-    ];
-
-    #[test]
-    fn requests_outside_the_table_are_refused_with_a_reason() {
-        assert!(route(NARROW, MetadataRequest::API_KEY, 1).is_ok());
-        assert!(route(NARROW, MetadataRequest::API_KEY, 5).is_ok());
-        for version in [0, 6, 13, -1] {
-            let why = route(NARROW, MetadataRequest::API_KEY, version)
-                .err()
-                .expect("refused");
-            assert_eq!(
-                why,
-                format!(
-                    "MetadataRequest (API key 3) v{version} is not handled by this broker, which \
-                     handles v1-5"
-                )
-            );
-        }
-        let why = route(NARROW, 9999, 0).err().expect("refused");
-        assert_eq!(
-            why,
-            "API key 9999 (unknown) is not handled by this broker yet"
-        );
-        let why = route(NARROW, ProduceRequest::API_KEY, 9)
-            .err()
-            .expect("refused");
-        assert_eq!(
-            why,
-            "API key 0 (ProduceRequest) is not handled by this broker yet"
-        );
-    }
-
-    #[test]
-    fn a_newer_api_versions_still_reaches_its_handler() {
-        // KIP-511: answered in v0 with UNSUPPORTED_VERSION, so the client can fall back.
-        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 4).is_ok());
-        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 99).is_ok());
-        assert!(route(NARROW, ApiVersionsRequest::API_KEY, -1).is_err());
-        assert!(route(HANDLERS, ApiVersionsRequest::API_KEY, i16::MAX).is_ok());
-    }
-}
-
 /// Who sent a request, for the group coordinator (DescribeGroups reports it, and a member id
 /// the coordinator hands out starts with the client id, as Kafka's do).
 #[derive(Clone, Debug)]
@@ -658,5 +564,99 @@ pub async fn await_answer<M>(
             Ok(answer) => extract(answer).unwrap_or_else(|| fail(ErrorCode::UNKNOWN_SERVER_ERROR)),
             Err(_) => fail(ErrorCode::NOT_COORDINATOR),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::api_versions::ApiVersionsRequest;
+    use crate::protocol::metadata::MetadataRequest;
+    use crate::protocol::produce::ProduceRequest;
+
+    #[test]
+    fn each_api_is_registered_once_within_the_codecs_versions() {
+        let mut keys: Vec<i16> = HANDLERS.iter().map(|h| h.api_key).collect();
+        keys.sort_unstable();
+        let before = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), before, "an API is registered twice");
+        for entry in HANDLERS {
+            let info = api_info(entry.api_key).expect("a handled API is described by the codec");
+            assert!(
+                info.versions.0 <= entry.versions.0 && entry.versions.1 <= info.versions.1,
+                "{}: handled {:?} outside the codec's {:?}",
+                info.name,
+                entry.versions,
+                info.versions
+            );
+        }
+    }
+
+    #[test]
+    fn api_versions_advertises_the_table() {
+        let advertised = supported_apis();
+        assert_eq!(advertised.len(), HANDLERS.len());
+        for entry in HANDLERS {
+            assert!(advertised.contains(&(entry.api_key, entry.advertised_min, entry.versions.1)));
+        }
+        assert!(
+            advertised.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted by key"
+        );
+        // Produce from v0 (KAFKA-18659), though v0-2 are not handled.
+        let produce = handler(ProduceRequest::API_KEY).expect("Produce is handled");
+        assert_eq!(produce.advertised_min, 0);
+        assert_eq!(produce.versions.0, 3);
+        assert!(!produce.handles(2));
+    }
+
+    /// A table with one API handled at fewer versions than the codec has.
+    static NARROW: &[Handler] = &[
+        Handler::of_versions::<MetadataRequest>((1, 5), |_, _, _| {
+            Box::pin(ready(Reply::Close("started".into())))
+        }),
+        Handler::of_versions::<ApiVersionsRequest>((0, 3), |_, _, _| {
+            Box::pin(ready(Reply::Close("started".into())))
+        }),
+    ];
+
+    #[test]
+    fn requests_outside_the_table_are_refused_with_a_reason() {
+        assert!(route(NARROW, MetadataRequest::API_KEY, 1).is_ok());
+        assert!(route(NARROW, MetadataRequest::API_KEY, 5).is_ok());
+        for version in [0, 6, 13, -1] {
+            let why = route(NARROW, MetadataRequest::API_KEY, version)
+                .err()
+                .expect("refused");
+            assert_eq!(
+                why,
+                format!(
+                    "MetadataRequest (API key 3) v{version} is not handled by this broker, which \
+                     handles v1-5"
+                )
+            );
+        }
+        let why = route(NARROW, 9999, 0).err().expect("refused");
+        assert_eq!(
+            why,
+            "API key 9999 (unknown) is not handled by this broker yet"
+        );
+        let why = route(NARROW, ProduceRequest::API_KEY, 9)
+            .err()
+            .expect("refused");
+        assert_eq!(
+            why,
+            "API key 0 (ProduceRequest) is not handled by this broker yet"
+        );
+    }
+
+    #[test]
+    fn a_newer_api_versions_still_reaches_its_handler() {
+        // KIP-511: answered in v0 with UNSUPPORTED_VERSION, so the client can fall back.
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 4).is_ok());
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, 99).is_ok());
+        assert!(route(NARROW, ApiVersionsRequest::API_KEY, -1).is_err());
+        assert!(route(HANDLERS, ApiVersionsRequest::API_KEY, i16::MAX).is_ok());
     }
 }
