@@ -301,6 +301,7 @@ pub enum ConfigType {
     Boolean = 1,
     String = 2,
     Int = 3,
+    Short = 4,
     Long = 5,
     List = 7,
 }
@@ -427,6 +428,29 @@ fn broker_key_info(key: &str) -> (ConfigType, &'static str) {
             Long,
             "How fast the scrubber CRC-checks data at rest below the recovery point; 0: off.",
         ),
+        "group.min.session.timeout.ms" => (Int, "The shortest session timeout a member may ask for."),
+        "group.max.session.timeout.ms" => (Int, "The longest session timeout a member may ask for."),
+        "group.initial.rebalance.delay.ms" => (
+            Int,
+            "How long an empty group's first rebalance waits for members, extended while they join.",
+        ),
+        "group.max.size" => (Int, "The most members a group may have."),
+        "offset.metadata.max.bytes" => (Int, "The largest metadata string of a committed offset."),
+        "offsets.retention.minutes" => (
+            Int,
+            "How long the offsets of an empty group are kept after it became empty.",
+        ),
+        "offsets.retention.check.interval.ms" => (Long, "How often offsets are checked for expiry."),
+        "offsets.topic.num.partitions" => (Int, "Partitions of __consumer_offsets."),
+        "offsets.topic.replication.factor" => (
+            Short,
+            "Replication factor of __consumer_offsets; it is created once this many brokers are alive.",
+        ),
+        "offsets.topic.segment.bytes" => (Int, "The segment size of __consumer_offsets."),
+        "offsets.commit.timeout.ms" => (
+            Int,
+            "How long a write to __consumer_offsets may take to become durable.",
+        ),
         _ => (String, ""),
     }
 }
@@ -435,6 +459,7 @@ fn broker_key_info(key: &str) -> (ConfigType, &'static str) {
 /// key of an alias group the effective value, for the others Kafka's default (`None` where
 /// Kafka's is null).
 fn broker_value(config: &BrokerConfig, key: &str) -> Option<String> {
+    let g = &config.groups.coordinator;
     let listeners = |endpoints: &[crate::broker::config::Endpoint]| {
         endpoints
             .iter()
@@ -491,6 +516,19 @@ fn broker_value(config: &BrokerConfig, key: &str) -> Option<String> {
             config.max_incremental_fetch_session_cache_slots.to_string()
         }
         "log.scrubber.bytes.per.second" => config.log_scrubber_bytes_per_second.to_string(),
+        "group.min.session.timeout.ms" => g.min_session_timeout_ms.to_string(),
+        "group.max.session.timeout.ms" => g.max_session_timeout_ms.to_string(),
+        "group.initial.rebalance.delay.ms" => g.initial_rebalance_delay_ms.to_string(),
+        "group.max.size" => g.max_size.to_string(),
+        "offset.metadata.max.bytes" => g.offset_metadata_max_bytes.to_string(),
+        "offsets.retention.minutes" => (g.offsets_retention_ms / 60_000).to_string(),
+        "offsets.retention.check.interval.ms" => g.offsets_retention_check_interval_ms.to_string(),
+        "offsets.topic.num.partitions" => config.groups.offsets_topic_num_partitions.to_string(),
+        "offsets.topic.replication.factor" => {
+            config.groups.offsets_topic_replication_factor.to_string()
+        }
+        "offsets.topic.segment.bytes" => config.groups.offsets_topic_segment_bytes.to_string(),
+        "offsets.commit.timeout.ms" => config.groups.offsets_commit_timeout_ms.to_string(),
         _ => return None,
     })
 }
