@@ -56,6 +56,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
+use rand::rngs::SmallRng;
 use tokio::sync::{oneshot, Mutex as AsyncMutex, Notify};
 
 use super::cluster::{Client, ClientConfig, ProduceAck};
@@ -512,8 +513,10 @@ fn encoded_record_len(record: &ProducerRecord, timestamp_delta: i64, offset_delt
 }
 
 impl State {
-    fn new(config: Arc<ProducerConfig>, identity: Option<(i64, i16)>) -> State {
-        let sticky = StickyPartitioner::new(config.batch_size, crate::rt::rand::small_rng());
+    /// A new state; `rng` (from `crate::rt::rand`, drawn by the caller so that the state
+    /// stays IO-free) drives the sticky partitioner.
+    fn new(config: Arc<ProducerConfig>, identity: Option<(i64, i16)>, rng: SmallRng) -> State {
+        let sticky = StickyPartitioner::new(config.batch_size, rng);
         State {
             config,
             partitions: BTreeMap::new(),
@@ -1013,7 +1016,7 @@ impl Producer {
         let config = Arc::new(config);
         let shared = Arc::new(Shared {
             config: config.clone(),
-            state: Mutex::new(State::new(config, identity)),
+            state: Mutex::new(State::new(config, identity, crate::rt::rand::small_rng())),
             wake: Notify::new(),
             progress: Notify::new(),
             client: AsyncMutex::new(client),
@@ -1602,7 +1605,7 @@ mod tests {
             enable_idempotence: identity.is_some(),
             ..ProducerConfig::default()
         };
-        State::new(Arc::new(config), identity)
+        State::new(Arc::new(config), identity, crate::rt::rand::small_rng())
     }
 
     fn value(n: usize) -> ProducerRecord {
