@@ -70,6 +70,10 @@ pub const GROUPS_PER_REQUEST_MAX: usize = 10_000;
 /// The most answers a shard holds behind writes that are not durable yet.
 pub const HELD_ANSWERS_MAX: usize = 100_000;
 
+/// One group's OffsetFetch question: its id and the partitions asked for, by topic (`None`:
+/// every partition with a committed offset).
+pub type OffsetQuestion = (String, Option<Vec<(String, Vec<i32>)>>);
+
 /// The group settings one shard applies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GroupConfig {
@@ -1137,7 +1141,6 @@ impl GroupShard {
                 member_id,
                 group_instance_id: instance_id,
                 error_code: code.code(),
-                ..Default::default()
             });
         }
         let answer = if version < 3 {
@@ -1296,11 +1299,7 @@ impl GroupShard {
 
     /// The committed offsets of `groups`, each with the partitions asked for (`None`: all).
     /// Answers only with durable commits: it is held behind writes in flight.
-    pub fn offset_fetch(
-        &mut self,
-        token: Token,
-        groups: Vec<(String, Option<Vec<(String, Vec<i32>)>>)>,
-    ) {
+    pub fn offset_fetch(&mut self, token: Token, groups: Vec<OffsetQuestion>) {
         let unavailable = self.unavailable();
         let mut out = Vec::new();
         for (group_id, topics) in groups.into_iter().take(GROUPS_PER_REQUEST_MAX) {
@@ -1419,7 +1418,6 @@ impl GroupShard {
                             } else {
                                 Bytes::new()
                             },
-                            ..Default::default()
                         })
                         .collect();
                 }
@@ -1450,7 +1448,6 @@ impl GroupShard {
                     protocol_type: g.protocol_type.clone().unwrap_or_default(),
                     group_state: g.state.name().to_string(),
                     group_type: "classic".to_string(),
-                    ..Default::default()
                 })
                 .collect()
         };
@@ -1478,7 +1475,6 @@ impl GroupShard {
             results.push(DeletableGroupResult {
                 group_id,
                 error_code: code.code(),
-                ..Default::default()
             });
         }
         self.answer(token, Answer::DeleteGroups(results));
@@ -1546,14 +1542,12 @@ impl GroupShard {
                     OffsetDeleteResponsePartition {
                         partition_index: p.partition_index,
                         error_code: code.code(),
-                        ..Default::default()
                     }
                 })
                 .collect();
             response.topics.push(OffsetDeleteResponseTopic {
                 name: topic.name.clone(),
                 partitions,
-                ..Default::default()
             });
         }
         for (topic, partition) in deleted {
@@ -1753,7 +1747,6 @@ fn join_answer(group: &ClassicGroup, member_id: &str, skip_assignment: bool) -> 
                     .and_then(|p| m.metadata(p))
                     .cloned()
                     .unwrap_or_default(),
-                ..Default::default()
             })
             .collect()
     } else {
