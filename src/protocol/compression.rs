@@ -2,7 +2,9 @@
 //! decompression bounded so that a compression bomb is refused.
 //!
 //! [`decompress`] decodes a batch's records region (everything after the 61-byte header of a
-//! compressed batch) and [`compress`] encodes one, as Kafka's clients do:
+//! compressed batch) and [`compress`] encodes one, as Kafka's clients do; a [`Compressor`]
+//! encodes at one of the levels of KIP-390 (`compression.{gzip,lz4,zstd}.level`, checked by
+//! [`level_allowed`]), which is how a broker recompresses for a topic's `compression.type`:
 //!
 //! - gzip: one or more concatenated gzip members (RFC 1952), via `flate2` on its pure-Rust
 //!   `miniz_oxide` backend. CRC-32 and length trailers are checked; bytes after the last member
@@ -78,8 +80,25 @@ pub const ZSTD_WINDOW_LOG_FLOOR: u32 = 23;
 /// The largest zstd window log the decoder ever accepts: 128 MiB, libzstd's default limit.
 pub const ZSTD_WINDOW_LOG_MAX: u32 = 27;
 
-/// The zstd level [`compress`] uses: Kafka's default.
-pub const ZSTD_LEVEL: i32 = 3;
+/// `compression.gzip.level` (KIP-390) runs from 1 (fastest) to 9 (smallest), or is -1 for
+/// zlib's default (6): Kafka's bounds for gzip, `java.util.zip.Deflater`'s.
+pub const GZIP_LEVEL_MIN: i32 = 1;
+pub const GZIP_LEVEL_MAX: i32 = 9;
+/// Kafka's default `compression.gzip.level`: `Deflater.DEFAULT_COMPRESSION`.
+pub const GZIP_LEVEL_DEFAULT: i32 = -1;
+
+/// `compression.lz4.level` runs from 1 to 17 (Kafka's bounds, lz4-java's `LZ4Constants`).
+pub const LZ4_LEVEL_MIN: i32 = 1;
+pub const LZ4_LEVEL_MAX: i32 = 17;
+/// Kafka's default `compression.lz4.level`, at which Kafka uses LZ4's fast compressor.
+pub const LZ4_LEVEL_DEFAULT: i32 = 9;
+
+/// `compression.zstd.level` runs from libzstd's `ZSTD_minCLevel()` to `ZSTD_MAX_CLEVEL`
+/// (Kafka's bounds for zstd).
+pub const ZSTD_LEVEL_MIN: i32 = -131_072;
+pub const ZSTD_LEVEL_MAX: i32 = 22;
+/// Kafka's default `compression.zstd.level`, libzstd's `ZSTD_CLEVEL_DEFAULT`.
+pub const ZSTD_LEVEL_DEFAULT: i32 = 3;
 
 /// The LZ4 frame magic number (little-endian on the wire).
 const LZ4F_MAGIC: u32 = 0x184D_2204;
@@ -191,52 +210,117 @@ fn zstd_window_log(max_output: usize) -> u32 {
     ceil_log2.clamp(ZSTD_WINDOW_LOG_FLOOR, ZSTD_WINDOW_LOG_MAX)
 }
 
-/// Compresses `input` with `codec` in the form Kafka's Java client writes: gzip at the default
-/// level, xerial-framed snappy, an LZ4 frame with independent 64 KiB blocks and no checksums
-/// beyond the header's, zstd at [`ZSTD_LEVEL`]. `Compression::None` returns a copy.
+/// Compresses `input` with `codec` at Kafka's default level ([`Compressor::new`]).
 pub fn compress(codec: Compression, input: &[u8]) -> Result<Vec<u8>, CompressionError> {
-    let failed = |e: io::Error| CompressionError::CompressFailed {
-        codec,
-        reason: e.to_string(),
-    };
-    match codec {
-        Compression::None => Ok(input.to_vec()),
-        Compression::Gzip => {
-            let mut encoder = flate2::write::GzEncoder::new(
-                Vec::with_capacity(input.len() / 2 + 64),
-                flate2::Compression::default(),
-            );
-            encoder.write_all(input).map_err(failed)?;
-            encoder.finish().map_err(failed)
-        }
-        Compression::Snappy => {
-            let mut out = Vec::with_capacity(XERIAL_HEADER_LEN + input.len() / 2 + 64);
-            out.extend_from_slice(&XERIAL_MAGIC);
-            out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
-            out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
-            let mut encoder = snap::raw::Encoder::new();
-            for chunk in input.chunks(XERIAL_CHUNK_LEN) {
-                let block = encoder.compress_vec(chunk).map_err(|e| failed(e.into()))?;
-                let len = u32::try_from(block.len())
-                    .map_err(|_| failed(io::Error::other("a snappy block is longer than 4 GiB")))?;
-                out.extend_from_slice(&len.to_be_bytes());
-                out.extend_from_slice(&block);
-            }
-            Ok(out)
-        }
-        Compression::Lz4 => {
-            let info = lz4_flex::frame::FrameInfo::new()
-                .block_size(lz4_flex::frame::BlockSize::Max64KB)
-                .block_mode(lz4_flex::frame::BlockMode::Independent);
-            let mut encoder = lz4_flex::frame::FrameEncoder::with_frame_info(
-                info,
-                Vec::with_capacity(input.len() / 2 + 64),
-            );
-            encoder.write_all(input).map_err(failed)?;
-            encoder.finish().map_err(|e| failed(e.into()))
-        }
-        Compression::Zstd => zstd::stream::encode_all(input, ZSTD_LEVEL).map_err(failed),
+    Compressor::new(codec).compress(input)
+}
+
+/// A codec and the level to compress at (Kafka's `Compression` of KIP-390): what a topic
+/// whose `compression.type` names a codec recompresses produced batches to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compressor {
+    pub codec: Compression,
+    /// The codec's level; see [`level_allowed`]. Snappy and no compression have none (0).
+    pub level: i32,
+}
+
+impl Compressor {
+    /// `codec` at Kafka's default level for it.
+    pub fn new(codec: Compression) -> Compressor {
+        let level = match codec {
+            Compression::Gzip => GZIP_LEVEL_DEFAULT,
+            Compression::Lz4 => LZ4_LEVEL_DEFAULT,
+            Compression::Zstd => ZSTD_LEVEL_DEFAULT,
+            Compression::None | Compression::Snappy => 0,
+        };
+        Compressor { codec, level }
     }
+
+    /// `codec` at `level`, which should be one [`level_allowed`] accepts: gzip falls back to
+    /// zlib's default outside 1-9, libzstd clamps zstd's.
+    pub fn with_level(codec: Compression, level: i32) -> Compressor {
+        Compressor { codec, level }
+    }
+
+    /// Compresses `input` in the form Kafka's Java client writes: gzip at the level,
+    /// xerial-framed snappy, an LZ4 frame with independent 64 KiB blocks and no checksums
+    /// beyond the header's, one zstd frame at the level that declares its content size (so
+    /// its window is no larger than the input, whatever the level). `Compression::None`
+    /// returns a copy.
+    ///
+    /// LZ4 has one compressor here, LZ4's fast one (`lz4_flex` has no high-compression
+    /// mode): it is the one Kafka uses at its default level 9, while Kafka's other levels use
+    /// lz4-java's high-compression mode. Every level therefore writes the same frame.
+    pub fn compress(&self, input: &[u8]) -> Result<Vec<u8>, CompressionError> {
+        let codec = self.codec;
+        let failed = |e: io::Error| CompressionError::CompressFailed {
+            codec,
+            reason: e.to_string(),
+        };
+        match codec {
+            Compression::None => Ok(input.to_vec()),
+            Compression::Gzip => gzip(input, self.level).map_err(failed),
+            Compression::Snappy => xerial_compress(input).map_err(failed),
+            Compression::Lz4 => lz4_frame(input).map_err(failed),
+            Compression::Zstd => zstd::bulk::compress(input, self.level).map_err(failed),
+        }
+    }
+}
+
+/// Whether `level` is one Kafka accepts for `codec` (`CompressionType.levelValidator`):
+/// gzip 1-9 or -1, lz4 1-17, zstd -131072 to 22. Snappy and no compression have no level
+/// config, so nothing is allowed for them.
+pub fn level_allowed(codec: Compression, level: i32) -> bool {
+    match codec {
+        Compression::Gzip => {
+            (GZIP_LEVEL_MIN..=GZIP_LEVEL_MAX).contains(&level) || level == GZIP_LEVEL_DEFAULT
+        }
+        Compression::Lz4 => (LZ4_LEVEL_MIN..=LZ4_LEVEL_MAX).contains(&level),
+        Compression::Zstd => (ZSTD_LEVEL_MIN..=ZSTD_LEVEL_MAX).contains(&level),
+        Compression::None | Compression::Snappy => false,
+    }
+}
+
+/// gzip at `level` (1-9; anything else is zlib's default, 6, as `Deflater` reads -1).
+fn gzip(input: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    let level = match u32::try_from(level) {
+        Ok(level) if (1..=9).contains(&level) => flate2::Compression::new(level),
+        _ => flate2::Compression::default(),
+    };
+    let mut encoder =
+        flate2::write::GzEncoder::new(Vec::with_capacity(input.len() / 2 + 64), level);
+    encoder.write_all(input)?;
+    encoder.finish()
+}
+
+/// Snappy in snappy-java's xerial framing, [`XERIAL_CHUNK_LEN`] of input per chunk.
+fn xerial_compress(input: &[u8]) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(XERIAL_HEADER_LEN + input.len() / 2 + 64);
+    out.extend_from_slice(&XERIAL_MAGIC);
+    out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
+    out.extend_from_slice(&XERIAL_VERSION.to_be_bytes());
+    let mut encoder = snap::raw::Encoder::new();
+    for chunk in input.chunks(XERIAL_CHUNK_LEN) {
+        let block = encoder.compress_vec(chunk).map_err(io::Error::from)?;
+        let len = u32::try_from(block.len())
+            .map_err(|_| io::Error::other("a snappy block is longer than 4 GiB"))?;
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(&block);
+    }
+    Ok(out)
+}
+
+/// One LZ4 frame of independent 64 KiB blocks, as Kafka's `Lz4BlockOutputStream` writes.
+fn lz4_frame(input: &[u8]) -> io::Result<Vec<u8>> {
+    let info = lz4_flex::frame::FrameInfo::new()
+        .block_size(lz4_flex::frame::BlockSize::Max64KB)
+        .block_mode(lz4_flex::frame::BlockMode::Independent);
+    let mut encoder = lz4_flex::frame::FrameEncoder::with_frame_info(
+        info,
+        Vec::with_capacity(input.len() / 2 + 64),
+    );
+    encoder.write_all(input)?;
+    encoder.finish().map_err(io::Error::from)
 }
 
 /// An output buffer that refuses to grow past `limit` bytes, in length or capacity.
@@ -465,6 +549,73 @@ mod tests {
                         "{codec}: one byte under the limit"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn protocol_compression_levels_round_trip_at_kafkas_bounds() {
+        let data = sample_data(200_000);
+        for (codec, levels) in [
+            (
+                Compression::Gzip,
+                vec![GZIP_LEVEL_DEFAULT, GZIP_LEVEL_MIN, 5, GZIP_LEVEL_MAX],
+            ),
+            (
+                Compression::Lz4,
+                vec![LZ4_LEVEL_MIN, LZ4_LEVEL_DEFAULT, LZ4_LEVEL_MAX],
+            ),
+            (
+                Compression::Zstd,
+                vec![
+                    ZSTD_LEVEL_MIN,
+                    -1,
+                    1,
+                    ZSTD_LEVEL_DEFAULT,
+                    19,
+                    ZSTD_LEVEL_MAX,
+                ],
+            ),
+        ] {
+            for level in levels {
+                assert!(level_allowed(codec, level), "{codec} level {level}");
+                let packed = Compressor::with_level(codec, level)
+                    .compress(&data)
+                    .unwrap();
+                // Even zstd's ultra levels declare a window no larger than the input, so the
+                // decoder's cap for a small limit accepts them.
+                let unpacked = decompress(codec, &packed, data.len()).unwrap();
+                assert_eq!(&unpacked[..], &data[..], "{codec} at level {level}");
+            }
+        }
+        // Levels matter where the codec has them: gzip 1 against 9 on compressible data.
+        let fast = Compressor::with_level(Compression::Gzip, 1)
+            .compress(&data)
+            .unwrap();
+        let small = Compressor::with_level(Compression::Gzip, 9)
+            .compress(&data)
+            .unwrap();
+        assert!(
+            small.len() < fast.len(),
+            "{} vs {}",
+            small.len(),
+            fast.len()
+        );
+        assert_eq!(
+            compress(Compression::Zstd, &data).unwrap(),
+            Compressor::with_level(Compression::Zstd, ZSTD_LEVEL_DEFAULT)
+                .compress(&data)
+                .unwrap()
+        );
+        for (codec, refused) in [
+            (Compression::Gzip, vec![0, -2, 10, i32::MIN]),
+            (Compression::Lz4, vec![0, -1, 18]),
+            (Compression::Zstd, vec![ZSTD_LEVEL_MIN - 1, 23, i32::MAX]),
+            (Compression::Snappy, vec![0, 1]),
+            (Compression::None, vec![0]),
+        ] {
+            for level in refused {
+                assert!(!level_allowed(codec, level), "{codec} level {level}");
             }
         }
     }
