@@ -6,7 +6,8 @@
 //! batches. It never copies record data of an uncompressed batch: batches, keys and values come
 //! back as `Bytes` slices of the caller's buffer. A compressed batch's records are decompressed
 //! (by [`super::compression`], bounded by a limit so that a compression bomb is refused) into one
-//! buffer, and keys and values are `Bytes` slices of that buffer.
+//! buffer, and keys and values are `Bytes` slices of that buffer. [`recompressed`] copies a
+//! batch under another codec, for a topic whose `compression.type` names one.
 //!
 //! Invariants:
 //! - A header returned by [`BatchHeader::parse`] has magic 2, a total size between
@@ -188,6 +189,8 @@ pub enum BatchError {
     /// The records of a compressed batch cannot be decompressed, or decompress to more than the
     /// limit.
     Decompression(CompressionError),
+    /// Compressing the records with another codec ([`recompressed`]) failed.
+    Recompression(CompressionError),
     /// The records count disagrees with `lastOffsetDelta`, which must be one less.
     OffsetRangeMismatch {
         records_count: i32,
@@ -260,6 +263,9 @@ impl fmt::Display for BatchError {
                 "records of {codec}-compressed batches cannot be read yet"
             ),
             BatchError::Decompression(err) => write!(f, "record batch records: {err}"),
+            BatchError::Recompression(err) => {
+                write!(f, "recompressing the record batch's records: {err}")
+            }
             BatchError::OffsetRangeMismatch {
                 records_count,
                 last_offset_delta,
@@ -631,6 +637,53 @@ pub fn set_max_timestamp(
     let crc = compute_crc(whole);
     whole[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
     Ok(())
+}
+
+/// The batch at the start of `batch` with its records replaced by `records` compressed by
+/// `compressor`, as a broker recompresses a produced batch for a topic whose
+/// `compression.type` names another codec (Kafka's `LogValidator`, which rebuilds such a
+/// batch). `records` must be the batch's own records uncompressed (a compressed batch's
+/// decompressed, an uncompressed one's bytes after the header): record offsets and
+/// timestamps are deltas from the header, so they carry over byte for byte.
+///
+/// Every header field is kept (base offset, partition leader epoch, `lastOffsetDelta`, base
+/// and max timestamps, producer id, epoch and base sequence, records count, and the
+/// attributes' timestamp type, transactional, control and delete-horizon bits) except
+/// `batchLength`, the codec bits and the CRC, which is computed over the new bytes. The
+/// header's CRC is not checked here: callers have validated the batch.
+pub fn recompressed(
+    batch: &[u8],
+    records: &[u8],
+    compressor: &compression::Compressor,
+) -> Result<Vec<u8>, BatchError> {
+    let header = BatchHeader::parse(batch)?;
+    let compressed;
+    let payload: &[u8] = if compressor.codec == Compression::None {
+        records
+    } else {
+        compressed = compressor
+            .compress(records)
+            .map_err(BatchError::Recompression)?;
+        &compressed
+    };
+    let total = BATCH_HEADER_LEN.saturating_add(payload.len());
+    let batch_length = i32::try_from(total - LOG_OVERHEAD)
+        .ok()
+        .filter(|_| total <= BATCH_LEN_MAX)
+        .ok_or(BatchError::BatchTooLarge {
+            len: total,
+            max: BATCH_LEN_MAX,
+        })?;
+    let attributes = (header.attributes & !COMPRESSION_MASK) | compressor.codec.id();
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(batch.get(..BATCH_HEADER_LEN).unwrap_or(&[]));
+    out.extend_from_slice(payload);
+    // parse() proved the header is there, so these fixed ranges exist.
+    out[BATCH_LENGTH_AT..BATCH_LENGTH_AT + 4].copy_from_slice(&batch_length.to_be_bytes());
+    out[ATTRIBUTES_AT..ATTRIBUTES_AT + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = compute_crc(&out);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    Ok(out)
 }
 
 /// Iterates over consecutive batches in a buffer holding zero or more whole batches (a segment
@@ -2147,6 +2200,66 @@ mod tests {
             let record = records(&batch).unwrap().next().unwrap().unwrap();
             assert_eq!(record.value.map(|v| v.len()), Some(zeros.len()));
         }
+    }
+
+    #[test]
+    fn protocol_recompressed_batch_keeps_every_header_field_and_record() {
+        let values: [&[u8]; 3] = [b"first value", b"", b"third value, a little longer"];
+        for from in ALL_CODECS {
+            let mut original = compressed_batch(from, &values).to_vec();
+            // Fields a broker or producer may have set: all carried over.
+            set_partition_leader_epoch(&mut original, 9);
+            original[ATTRIBUTES_AT + 1] |= TRANSACTIONAL_BIT as u8;
+            fix_crc(&mut original);
+            let before = validate(&original).unwrap();
+            let region =
+                compression::decompress(from, &original[BATCH_HEADER_LEN..], 1 << 20).unwrap();
+            let expected: Vec<Record> = records(&Bytes::from(original.clone()))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            for to in ALL_CODECS {
+                let compressor = compression::Compressor::new(to);
+                let rebuilt = recompressed(&original, &region, &compressor).unwrap();
+                let after = validate(&rebuilt).unwrap_or_else(|e| panic!("{from} to {to}: {e}"));
+                assert_eq!(after.compression(), Ok(to), "{from} to {to}");
+                assert_eq!(after.total_len(), rebuilt.len());
+                assert_eq!(
+                    BatchHeader {
+                        batch_length: before.batch_length,
+                        crc: before.crc,
+                        attributes: before.attributes,
+                        ..after
+                    },
+                    before,
+                    "{from} to {to}: only the length, CRC and codec change"
+                );
+                assert_eq!(
+                    after.attributes & !COMPRESSION_MASK,
+                    before.attributes & !COMPRESSION_MASK
+                );
+                assert!(after.is_transactional());
+                let got: Vec<Record> = records(&Bytes::from(rebuilt.clone()))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect();
+                assert_eq!(got, expected, "{from} to {to}");
+                if to == from && from == Compression::None {
+                    assert_eq!(
+                        rebuilt, original,
+                        "uncompressed to uncompressed is the same"
+                    );
+                }
+            }
+        }
+        assert!(matches!(
+            recompressed(
+                &[0u8; 10],
+                b"",
+                &compression::Compressor::new(Compression::Zstd)
+            ),
+            Err(BatchError::Truncated { .. })
+        ));
     }
 
     #[test]
