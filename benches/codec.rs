@@ -156,6 +156,7 @@ fn bench_validate(c: &mut Criterion) {
         compacted: false,
         now_ms: 1_700_000_000_000,
         decompressed_bytes_max: 64 << 20,
+        compression: None,
     };
     let mut group = c.benchmark_group("validate_1MiB_of_100B_records");
     group.throughput(Throughput::Bytes(len as u64));

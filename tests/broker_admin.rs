@@ -4,7 +4,10 @@
 //! CreatePartitions, DescribeCluster, DescribeLogDirs, and incremental fetch sessions
 //! (KIP-227): only changed partitions answered, epoch and session id errors, a full cache,
 //! a follower's session evicting a consumer's. Eviction by age is unit-tested in
-//! `broker::fetch_session` (it needs two minutes of clock).
+//! `broker::fetch_session` (it needs two minutes of clock). Also `compression.type` and the
+//! levels of KIP-390 on topics and as broker defaults: every value Kafka accepts, refusals
+//! naming key and range, batches recompressed to the topic's codec and fetched back intact,
+//! and batches of `producer` topics (or of the topic's own codec) stored byte for byte.
 
 #![cfg(not(feature = "sim"))]
 
@@ -30,7 +33,7 @@ use samsa::protocol::fetch::{
 };
 use samsa::protocol::incremental_alter_configs as iac;
 use samsa::protocol::metadata::{MetadataRequest, MetadataRequestTopic, MetadataResponse};
-use samsa::protocol::record_batch::BatchBuilder;
+use samsa::protocol::record_batch::{self, BatchBuilder, Compression};
 use samsa::protocol::types::{NodeId, Offset};
 
 #[path = "support/test_broker.rs"]
@@ -911,5 +914,280 @@ async fn fetch_sessions_answer_only_what_changed() {
         .call(12, &session_fetch(third.session_id, 1, &[], &[]))
         .await;
     assert_eq!(gone.error_code, code(ErrorCode::FETCH_SESSION_ID_NOT_FOUND));
+    broker.stop().await;
+}
+
+/// Every record batch of `partition` of `name` from offset 0, as one Fetch (v12) returns it.
+async fn fetch_batches(conn: &mut Conn, name: &str, partition: i32) -> Vec<Bytes> {
+    let response: FetchResponse = conn
+        .call(
+            12,
+            &FetchRequest {
+                max_wait_ms: 0,
+                min_bytes: 0,
+                max_bytes: 8 << 20,
+                session_epoch: -1,
+                topics: vec![FetchTopic {
+                    topic: name.to_string(),
+                    partitions: vec![FetchPartition {
+                        partition,
+                        fetch_offset: Offset(0),
+                        partition_max_bytes: 8 << 20,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        )
+        .await;
+    let answer = &response.responses[0].partitions[0];
+    assert_eq!(answer.error_code, 0, "fetch {name}-{partition}");
+    let records = answer.records.clone().unwrap_or_default();
+    record_batch::batches(records)
+        .map(|b| b.expect("a whole batch").1)
+        .collect()
+}
+
+/// (key, value, headers, timestamp) of every record of `batch`, whatever its codec.
+fn contents(batch: &Bytes) -> Vec<(Option<Bytes>, Option<Bytes>, usize, i64)> {
+    record_batch::validate(batch).expect("a valid stored batch");
+    record_batch::records(batch)
+        .expect("records")
+        .map(|r| {
+            let r = r.expect("record");
+            (r.key, r.value, r.headers.len(), r.timestamp)
+        })
+        .collect()
+}
+
+/// A batch of 50 compressible records with a header each, compressed with `codec`.
+fn produced(codec: Compression) -> Bytes {
+    let mut builder = BatchBuilder::new(0).compression(codec);
+    let now = samsa_now_ms();
+    for i in 0..50u32 {
+        let value = format!("value {i}: the same words again and again, value {i}");
+        builder.push(
+            now + i64::from(i),
+            Some(format!("key-{i}").as_bytes()),
+            Some(value.as_bytes()),
+            &[("h", Some(b"x".as_slice()))],
+        );
+    }
+    builder.build().freeze()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compression_type_takes_every_kafka_value_and_refuses_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]).await;
+    let mut conn = broker.connect().await;
+    for value in ["uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"] {
+        let name = format!("codec-{value}");
+        assert_eq!(
+            create(&mut conn, topic(&name, 1, &[("compression.type", value)])).await,
+            0,
+            "{value}"
+        );
+        let results = describe(
+            &mut conn,
+            4,
+            vec![(TOPIC, &name, Some(vec!["compression.type"]))],
+            true,
+        )
+        .await;
+        let e = entry(&results[0], "compression.type");
+        assert_eq!(
+            (e.value.as_deref(), e.config_source),
+            (Some(value), TOPIC_CONFIG)
+        );
+    }
+    for (key, value) in [
+        ("compression.type", "none"),
+        ("compression.type", "ZSTD"),
+        ("compression.gzip.level", "0"),
+        ("compression.lz4.level", "18"),
+        ("compression.zstd.level", "23"),
+    ] {
+        assert_eq!(
+            create(&mut conn, topic("refused", 1, &[(key, value)])).await,
+            code(ErrorCode::INVALID_CONFIG),
+            "{key}={value}"
+        );
+    }
+    for (key, value) in [
+        ("compression.gzip.level", "-1"),
+        ("compression.gzip.level", "9"),
+        ("compression.lz4.level", "17"),
+        ("compression.zstd.level", "-131072"),
+        ("compression.zstd.level", "22"),
+    ] {
+        assert_eq!(
+            alter_code(&mut conn, TOPIC, "codec-gzip", &[(key, Some(value))]).await,
+            0,
+            "{key}={value}"
+        );
+    }
+    for (key, value, range) in [
+        ("compression.gzip.level", "10", "[1, 9] or -1"),
+        ("compression.gzip.level", "-2", "[1, 9] or -1"),
+        ("compression.lz4.level", "0", "[1, 17]"),
+        ("compression.zstd.level", "-131073", "[-131072, 22]"),
+    ] {
+        for (err, message) in [
+            alter(&mut conn, TOPIC, "codec-gzip", &[(key, Some(value))], false).await,
+            incremental(
+                &mut conn,
+                TOPIC,
+                "codec-gzip",
+                &[(key, 0, Some(value))],
+                false,
+            )
+            .await,
+        ] {
+            assert_eq!(err, code(ErrorCode::INVALID_CONFIG), "{key}={value}");
+            let message = message.unwrap_or_default();
+            assert!(
+                message.contains(key) && message.contains(range),
+                "{key}={value}: {message}"
+            );
+        }
+    }
+    assert_eq!(
+        incremental_code(
+            &mut conn,
+            TOPIC,
+            "codec-producer",
+            &[
+                ("compression.type", 0, Some("gzip")),
+                ("compression.gzip.level", 0, Some("1"))
+            ]
+        )
+        .await,
+        0
+    );
+    let results = describe(&mut conn, 4, vec![(TOPIC, "codec-producer", None)], true).await;
+    let level = entry(&results[0], "compression.gzip.level");
+    assert_eq!(
+        (
+            level.value.as_deref(),
+            level.config_source,
+            level.config_type
+        ),
+        (Some("1"), TOPIC_CONFIG, 3)
+    );
+    let zstd = entry(&results[0], "compression.zstd.level");
+    assert_eq!(
+        (zstd.value.as_deref(), zstd.config_source),
+        (Some("3"), DEFAULT_CONFIG)
+    );
+
+    // The broker keys of the same names are dynamic topic defaults (Kafka's DynamicLogConfig).
+    assert_eq!(create(&mut conn, topic("codec-default", 1, &[])).await, 0);
+    let results = describe(&mut conn, 4, vec![(TOPIC, "codec-default", None)], true).await;
+    let e = entry(&results[0], "compression.type");
+    assert_eq!(
+        (e.value.as_deref(), e.config_source),
+        (Some("producer"), DEFAULT_CONFIG)
+    );
+    assert_eq!(
+        incremental_code(
+            &mut conn,
+            BROKER,
+            "",
+            &[
+                ("compression.type", 0, Some("lz4")),
+                ("compression.lz4.level", 0, Some("12"))
+            ]
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        alter_code(
+            &mut conn,
+            BROKER,
+            "",
+            &[("compression.zstd.level", Some("99"))]
+        )
+        .await,
+        code(ErrorCode::INVALID_CONFIG)
+    );
+    let results = describe(&mut conn, 4, vec![(TOPIC, "codec-default", None)], true).await;
+    let e = entry(&results[0], "compression.type");
+    assert_eq!(
+        (e.value.as_deref(), e.config_source),
+        (Some("lz4"), DYNAMIC_DEFAULT_BROKER_CONFIG)
+    );
+    assert_eq!(
+        produce(&mut conn, "codec-default", 0, produced(Compression::None))
+            .await
+            .0,
+        0
+    );
+    let stored = fetch_batches(&mut conn, "codec-default", 0).await;
+    assert_eq!(
+        record_batch::BatchHeader::parse(&stored[0])
+            .unwrap()
+            .compression(),
+        Ok(Compression::Lz4),
+        "the broker default applies to a topic without an override"
+    );
+    broker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_recompressed_to_the_topics_codec_and_otherwise_stored_as_produced() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[]).await;
+    let mut conn = broker.connect().await;
+    let codecs = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+    for (value, target) in [
+        ("producer", None),
+        ("uncompressed", Some(Compression::None)),
+        ("gzip", Some(Compression::Gzip)),
+        ("snappy", Some(Compression::Snappy)),
+        ("lz4", Some(Compression::Lz4)),
+        ("zstd", Some(Compression::Zstd)),
+    ] {
+        let name = format!("stored-{value}");
+        assert_eq!(
+            create(&mut conn, topic(&name, 1, &[("compression.type", value)])).await,
+            0
+        );
+        let sent: Vec<Bytes> = codecs.iter().map(|&codec| produced(codec)).collect();
+        for batch in &sent {
+            assert_eq!(produce(&mut conn, &name, 0, batch.clone()).await.0, 0);
+        }
+        let stored = fetch_batches(&mut conn, &name, 0).await;
+        assert_eq!(stored.len(), sent.len());
+        for ((codec, sent), stored) in codecs.iter().zip(&sent).zip(&stored) {
+            let header = record_batch::BatchHeader::parse(stored).unwrap();
+            assert_eq!(
+                header.compression(),
+                Ok(target.unwrap_or(*codec)),
+                "{codec} produced to {value}"
+            );
+            assert_eq!(
+                contents(stored),
+                contents(sent),
+                "{codec} produced to {value}"
+            );
+            if target.is_none_or(|target| target == *codec) {
+                // Not re-encoded: the bytes the producer sent, only the base offset assigned.
+                assert_eq!(
+                    &stored[8..],
+                    &sent[8..],
+                    "{codec} produced to {value} is stored as received"
+                );
+            }
+        }
+    }
     broker.stop().await;
 }

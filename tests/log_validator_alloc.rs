@@ -81,6 +81,7 @@ fn cfg() -> ValidatorConfig<'static> {
         compacted: true,
         now_ms: NOW_MS,
         decompressed_bytes_max: 64 << 20,
+        compression: None,
     }
 }
 

@@ -17,11 +17,12 @@
 //!   default in force.
 //! - Defaults are Kafka 4.0's, except where a doc comment says Samsa differs: the flush
 //!   policy (Samsa syncs before acknowledging unless `log.flush.interval.*` is set),
-//!   `max.connections` (bounded by default), the minimum `segment.bytes` and
-//!   `index.interval.bytes`/`segment.index.bytes` lower bounds (those the log can honour), and
-//!   `compression.type` (only `producer` is supported).
+//!   `max.connections` (bounded by default), and the minimum `segment.bytes` and
+//!   `index.interval.bytes`/`segment.index.bytes` lower bounds (those the log can honour).
 
 use crate::log::{FlushPolicy, LogConfig, SEGMENT_BYTES_MAX, SEGMENT_BYTES_MIN};
+use crate::protocol::compression::{self, Compressor};
+use crate::protocol::record_batch::Compression;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -127,6 +128,11 @@ pub struct BrokerConfig {
     pub log_cleanup_policy: CleanupPolicy,
     /// `min.insync.replicas`.
     pub min_insync_replicas: i32,
+    /// `compression.type`: the topic default.
+    pub compression_type: BrokerCompressionType,
+    /// `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level` (KIP-390):
+    /// the topic defaults.
+    pub compression_levels: CompressionLevels,
     /// Keys set (file or override) that Samsa accepts without acting on, sorted.
     pub ignored: Vec<String>,
     /// Recognised keys set explicitly (file or override): DescribeConfigs reports these as
@@ -264,6 +270,8 @@ impl Default for BrokerConfig {
             log_retention_check_interval_ms: 300_000,
             log_cleanup_policy: CleanupPolicy::Delete,
             min_insync_replicas: 1,
+            compression_type: BrokerCompressionType::Producer,
+            compression_levels: CompressionLevels::default(),
             ignored: Vec::new(),
             explicit_keys: BTreeSet::new(),
             explicit_values: BTreeMap::new(),
@@ -307,6 +315,10 @@ pub struct TopicConfig {
     pub retention_bytes: i64,
     /// `min.insync.replicas`.
     pub min_insync_replicas: i32,
+    /// `compression.type`: the codec batches are stored with, or `producer`'s.
+    pub compression_type: BrokerCompressionType,
+    /// `compression.gzip.level`, `compression.lz4.level`, `compression.zstd.level`.
+    pub compression_levels: CompressionLevels,
     /// `unclean.leader.election.enable` (kept; a single node never elects).
     pub unclean_leader_election_enable: bool,
     /// `delete.retention.ms`: how long tombstones survive compaction.
@@ -676,6 +688,10 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "log.retention.check.interval.ms",
     "log.cleanup.policy",
     "min.insync.replicas",
+    "compression.type",
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.zstd.level",
     "max.incremental.fetch.session.cache.slots",
     "log.scrubber.bytes.per.second",
     "group.min.session.timeout.ms",
@@ -725,6 +741,51 @@ impl Settings {
             Ok(n) if (min..=max).contains(&n) => Ok(Some(n)),
             _ => Err(self.invalid(key, format!("must be an integer in [{min}, {max}]"))),
         }
+    }
+
+    /// `compression.type`, or `None` when unset.
+    fn compression_type(&self, key: &str) -> Result<Option<BrokerCompressionType>, ConfigError> {
+        let Some((value, _)) = self.get(key) else {
+            return Ok(None);
+        };
+        BrokerCompressionType::parse(value)
+            .map(Some)
+            .ok_or_else(|| self.invalid(key, BrokerCompressionType::ALLOWED))
+    }
+
+    /// The three level keys of KIP-390 (each the same name at topic and broker level) over
+    /// `levels`, each checked against the range Kafka allows for its codec.
+    fn compression_levels(&self, levels: &mut CompressionLevels) -> Result<(), ConfigError> {
+        for (key, codec, level, allowed) in [
+            (
+                "compression.gzip.level",
+                Compression::Gzip,
+                &mut levels.gzip,
+                "must be an integer in [1, 9] or -1",
+            ),
+            (
+                "compression.lz4.level",
+                Compression::Lz4,
+                &mut levels.lz4,
+                "must be an integer in [1, 17]",
+            ),
+            (
+                "compression.zstd.level",
+                Compression::Zstd,
+                &mut levels.zstd,
+                "must be an integer in [-131072, 22]",
+            ),
+        ] {
+            let Some((value, _)) = self.get(key) else {
+                continue;
+            };
+            *level = value
+                .parse::<i32>()
+                .ok()
+                .filter(|&n| compression::level_allowed(codec, n))
+                .ok_or_else(|| self.invalid(key, allowed))?;
+        }
+        Ok(())
     }
 
     fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
@@ -1087,6 +1148,10 @@ impl BrokerConfig {
         if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
             c.min_insync_replicas = i32::try_from(n).unwrap_or(1);
         }
+        if let Some(t) = s.compression_type("compression.type")? {
+            c.compression_type = t;
+        }
+        s.compression_levels(&mut c.compression_levels)?;
         if let Some(n) = s.int(
             "max.incremental.fetch.session.cache.slots",
             0,
@@ -1298,6 +1363,81 @@ impl CleanupPolicy {
     }
 }
 
+/// `compression.type` of a topic or the broker's topic default: Kafka's
+/// `BrokerCompressionType`, whose names Kafka checks case-sensitively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokerCompressionType {
+    /// `uncompressed`: batches are stored uncompressed (a compressed one is decompressed).
+    Uncompressed,
+    Zstd,
+    Lz4,
+    Snappy,
+    Gzip,
+    /// `producer` (the default): batches are stored in the codec the producer chose.
+    Producer,
+}
+
+impl BrokerCompressionType {
+    const ALLOWED: &'static str = "must be one of uncompressed, zstd, lz4, snappy, gzip, producer";
+
+    pub fn parse(value: &str) -> Option<BrokerCompressionType> {
+        Some(match value {
+            "uncompressed" => BrokerCompressionType::Uncompressed,
+            "zstd" => BrokerCompressionType::Zstd,
+            "lz4" => BrokerCompressionType::Lz4,
+            "snappy" => BrokerCompressionType::Snappy,
+            "gzip" => BrokerCompressionType::Gzip,
+            "producer" => BrokerCompressionType::Producer,
+            _ => return None,
+        })
+    }
+
+    /// Kafka's spelling of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrokerCompressionType::Uncompressed => "uncompressed",
+            BrokerCompressionType::Zstd => "zstd",
+            BrokerCompressionType::Lz4 => "lz4",
+            BrokerCompressionType::Snappy => "snappy",
+            BrokerCompressionType::Gzip => "gzip",
+            BrokerCompressionType::Producer => "producer",
+        }
+    }
+
+    /// The codec stored batches have, or `None` for `producer` (whatever the producer chose).
+    pub fn codec(self) -> Option<Compression> {
+        match self {
+            BrokerCompressionType::Uncompressed => Some(Compression::None),
+            BrokerCompressionType::Zstd => Some(Compression::Zstd),
+            BrokerCompressionType::Lz4 => Some(Compression::Lz4),
+            BrokerCompressionType::Snappy => Some(Compression::Snappy),
+            BrokerCompressionType::Gzip => Some(Compression::Gzip),
+            BrokerCompressionType::Producer => None,
+        }
+    }
+}
+
+/// The compression levels of KIP-390, Kafka's defaults unless set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CompressionLevels {
+    /// `compression.gzip.level`: 1-9, or -1 for zlib's default.
+    pub gzip: i32,
+    /// `compression.lz4.level`: 1-17 (accepted and kept; see [`Compressor::compress`]).
+    pub lz4: i32,
+    /// `compression.zstd.level`: -131072 to 22.
+    pub zstd: i32,
+}
+
+impl Default for CompressionLevels {
+    fn default() -> Self {
+        CompressionLevels {
+            gzip: compression::GZIP_LEVEL_DEFAULT,
+            lz4: compression::LZ4_LEVEL_DEFAULT,
+            zstd: compression::ZSTD_LEVEL_DEFAULT,
+        }
+    }
+}
+
 impl TimestampType {
     /// Kafka's spelling of the type.
     pub fn as_str(self) -> &'static str {
@@ -1333,7 +1473,10 @@ pub struct ConfigEntry {
 /// precedence order; empty when Kafka has no broker synonym Samsa reads).
 pub const TOPIC_KEYS: &[(&str, &[&str])] = &[
     ("cleanup.policy", &["log.cleanup.policy"]),
-    ("compression.type", &[]),
+    ("compression.gzip.level", &["compression.gzip.level"]),
+    ("compression.lz4.level", &["compression.lz4.level"]),
+    ("compression.type", &["compression.type"]),
+    ("compression.zstd.level", &["compression.zstd.level"]),
     ("delete.retention.ms", &[]),
     ("file.delete.delay.ms", &[]),
     ("flush.messages", &["log.flush.interval.messages"]),
@@ -1392,6 +1535,8 @@ impl TopicConfig {
             retention_ms: broker.log_retention_ms,
             retention_bytes: broker.log_retention_bytes,
             min_insync_replicas: broker.min_insync_replicas,
+            compression_type: broker.compression_type,
+            compression_levels: broker.compression_levels,
             unclean_leader_election_enable: false,
             delete_retention_ms: DELETE_RETENTION_MS_DEFAULT,
             min_compaction_lag_ms: 0,
@@ -1426,16 +1571,10 @@ impl TopicConfig {
                 .ok_or_else(|| s.invalid("cleanup.policy", CleanupPolicy::ALLOWED))?;
             t.cleanup_policy_compact = t.cleanup_policy.compacts();
         }
-        if let Some((value, _)) = s.get("compression.type") {
-            // Samsa stores batches exactly as produced; recompressing on append (any other
-            // value, `uncompressed` included) is not implemented.
-            if value != "producer" {
-                return Err(s.invalid(
-                    "compression.type",
-                    "not supported yet: only 'producer' (keep the producer's compression)",
-                ));
-            }
+        if let Some(compression_type) = s.compression_type("compression.type")? {
+            t.compression_type = compression_type;
         }
+        s.compression_levels(&mut t.compression_levels)?;
         if let Some(n) = s.int("delete.retention.ms", 0, i64::MAX)? {
             t.delete_retention_ms = n;
         }
@@ -1561,7 +1700,10 @@ impl TopicConfig {
         };
         match name {
             "cleanup.policy" => self.cleanup_policy.as_str().to_string(),
-            "compression.type" => "producer".to_string(),
+            "compression.gzip.level" => self.compression_levels.gzip.to_string(),
+            "compression.lz4.level" => self.compression_levels.lz4.to_string(),
+            "compression.type" => self.compression_type.as_str().to_string(),
+            "compression.zstd.level" => self.compression_levels.zstd.to_string(),
             "delete.retention.ms" => self.delete_retention_ms.to_string(),
             "file.delete.delay.ms" => self.file_delete_delay_ms.to_string(),
             "flush.messages" => flush_messages.to_string(),
@@ -1585,6 +1727,19 @@ impl TopicConfig {
             // TOPIC_KEYS and this match list the same keys (a unit test checks it).
             _ => String::new(),
         }
+    }
+
+    /// What produced batches are recompressed to (the codec `compression.type` names, at
+    /// its level), or `None` under `producer`: see `log::validator`.
+    pub fn compressor(&self) -> Option<Compressor> {
+        let codec = self.compression_type.codec()?;
+        let level = match codec {
+            Compression::Gzip => self.compression_levels.gzip,
+            Compression::Lz4 => self.compression_levels.lz4,
+            Compression::Zstd => self.compression_levels.zstd,
+            Compression::None | Compression::Snappy => return Some(Compressor::new(codec)),
+        };
+        Some(Compressor::with_level(codec, level))
     }
 
     /// The settings the partition logs of this topic are opened with.
@@ -2033,14 +2188,37 @@ mod tests {
             ),
             (
                 "compression.type",
-                "gzip",
-                "invalid value 'gzip' for 'compression.type': not supported yet",
+                "none",
+                "invalid value 'none' for 'compression.type': must be one of uncompressed, \
+                 zstd, lz4, snappy, gzip, producer",
+            ),
+            ("compression.type", "GZIP", "'compression.type'"),
+            (
+                "compression.gzip.level",
+                "0",
+                "invalid value '0' for 'compression.gzip.level': must be an integer in [1, 9] \
+                 or -1",
+            ),
+            ("compression.gzip.level", "10", "'compression.gzip.level'"),
+            ("compression.gzip.level", "-2", "'compression.gzip.level'"),
+            (
+                "compression.lz4.level",
+                "18",
+                "invalid value '18' for 'compression.lz4.level': must be an integer in [1, 17]",
+            ),
+            ("compression.lz4.level", "-1", "'compression.lz4.level'"),
+            (
+                "compression.zstd.level",
+                "23",
+                "invalid value '23' for 'compression.zstd.level': must be an integer in \
+                 [-131072, 22]",
             ),
             (
-                "compression.type",
-                "uncompressed",
-                "'compression.type': not supported yet",
+                "compression.zstd.level",
+                "-131073",
+                "'compression.zstd.level'",
             ),
+            ("compression.zstd.level", "3.5", "'compression.zstd.level'"),
             ("cleanup.policy", "delete,delete", "'cleanup.policy'"),
             ("cleanup.policy", "", "'cleanup.policy'"),
             ("segment.bytes", "10", "'10' for 'segment.bytes'"),
@@ -2090,6 +2268,68 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{key}={value}: got {e:?}, want {want:?}");
         }
+    }
+
+    #[test]
+    fn compression_type_takes_kafkas_six_values_and_the_levels_of_kip_390() {
+        let broker = BrokerConfig::default();
+        for (value, codec) in [
+            ("uncompressed", Some(Compression::None)),
+            ("zstd", Some(Compression::Zstd)),
+            ("lz4", Some(Compression::Lz4)),
+            ("snappy", Some(Compression::Snappy)),
+            ("gzip", Some(Compression::Gzip)),
+            ("producer", None),
+        ] {
+            let t =
+                TopicConfig::resolve(&broker, &overrides(&[("compression.type", value)])).unwrap();
+            assert_eq!(t.compression_type.as_str(), value);
+            assert_eq!(t.value_of("compression.type"), value);
+            assert_eq!(t.compressor().map(|c| c.codec), codec, "{value}");
+        }
+        // Kafka's defaults, then every level at its bounds, each reaching the compressor.
+        let t = TopicConfig::resolve(&broker, &overrides(&[("compression.type", "gzip")])).unwrap();
+        assert_eq!(
+            t.compressor(),
+            Some(Compressor::with_level(Compression::Gzip, -1))
+        );
+        assert_eq!(
+            (
+                t.value_of("compression.gzip.level"),
+                t.value_of("compression.lz4.level"),
+                t.value_of("compression.zstd.level")
+            ),
+            ("-1".to_string(), "9".to_string(), "3".to_string())
+        );
+        for (codec, key, level) in [
+            ("gzip", "compression.gzip.level", 1),
+            ("gzip", "compression.gzip.level", 9),
+            ("lz4", "compression.lz4.level", 1),
+            ("lz4", "compression.lz4.level", 17),
+            ("zstd", "compression.zstd.level", -131_072),
+            ("zstd", "compression.zstd.level", 22),
+        ] {
+            let level_text = level.to_string();
+            let t = TopicConfig::resolve(
+                &broker,
+                &overrides(&[("compression.type", codec), (key, &level_text)]),
+            )
+            .unwrap();
+            assert_eq!(t.compressor().map(|c| c.level), Some(level), "{key}");
+            assert_eq!(t.value_of(key), level_text);
+        }
+        // The broker keys of the same names are the topics' defaults.
+        let broker = load("compression.type=zstd\ncompression.zstd.level=7").unwrap();
+        let t = TopicConfig::resolve(&broker, &BTreeMap::new()).unwrap();
+        assert_eq!(
+            t.compressor(),
+            Some(Compressor::with_level(Compression::Zstd, 7))
+        );
+        let t =
+            TopicConfig::resolve(&broker, &overrides(&[("compression.type", "producer")])).unwrap();
+        assert_eq!(t.compressor(), None);
+        assert!(err("compression.type=none").contains("'compression.type'"));
+        assert!(err("compression.lz4.level=0").contains("'compression.lz4.level'"));
     }
 
     #[test]

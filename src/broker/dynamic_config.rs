@@ -35,6 +35,10 @@ pub const DYNAMIC_CONFIG_FILE: &str = "samsa-dynamic-broker.properties";
 /// the broker defaults of topic configs (Kafka's `DynamicLogConfig`) and `message.max.bytes`.
 /// Changing one re-resolves every topic's config.
 pub const DYNAMIC_BROKER_KEYS: &[&str] = &[
+    "compression.gzip.level",
+    "compression.lz4.level",
+    "compression.type",
+    "compression.zstd.level",
     "log.cleanup.policy",
     "log.flush.interval.messages",
     "log.flush.interval.ms",
@@ -325,7 +329,10 @@ fn topic_key_info(key: &str) -> (ConfigType, &'static str) {
     use ConfigType::*;
     match key {
         "cleanup.policy" => (List, "How old segments are retired: delete (by retention), compact (latest value per key), or both."),
-        "compression.type" => (String, "The compression of stored batches; only 'producer' (kept as produced) is supported."),
+        "compression.gzip.level" => (Int, "The gzip level batches are recompressed at when compression.type is gzip: 1-9, or -1 for zlib's default."),
+        "compression.lz4.level" => (Int, "The lz4 level for compression.type lz4: 1-17, accepted and kept; Samsa's lz4 has one (fast) compressor."),
+        "compression.type" => (String, "The codec stored batches have: uncompressed, zstd, lz4, snappy or gzip (others are recompressed on append), or producer (stored as produced)."),
+        "compression.zstd.level" => (Int, "The zstd level batches are recompressed at when compression.type is zstd: -131072 to 22."),
         "delete.retention.ms" => (Long, "How long tombstones are kept in a compacted topic."),
         "file.delete.delay.ms" => (Long, "How long a deleted segment's files linger before removal."),
         "flush.messages" => (Long, "Records appended between syncs in page-cache mode; 1 means every append is synced before it is acknowledged."),
@@ -421,6 +428,10 @@ fn broker_key_info(key: &str) -> (ConfigType, &'static str) {
         }
         "log.cleanup.policy" => (List, "Topic default of cleanup.policy."),
         "min.insync.replicas" => (Int, "Topic default of min.insync.replicas."),
+        "compression.type" => (String, "Topic default of compression.type."),
+        "compression.gzip.level" => (Int, "Topic default of compression.gzip.level."),
+        "compression.lz4.level" => (Int, "Topic default of compression.lz4.level."),
+        "compression.zstd.level" => (Int, "Topic default of compression.zstd.level."),
         "max.incremental.fetch.session.cache.slots" => {
             (Int, "Incremental fetch sessions (KIP-227) kept at most.")
         }
@@ -512,6 +523,10 @@ fn broker_value(config: &BrokerConfig, key: &str) -> Option<String> {
         "log.retention.check.interval.ms" => config.log_retention_check_interval_ms.to_string(),
         "log.cleanup.policy" => config.log_cleanup_policy.as_str().to_string(),
         "min.insync.replicas" => config.min_insync_replicas.to_string(),
+        "compression.type" => config.compression_type.as_str().to_string(),
+        "compression.gzip.level" => config.compression_levels.gzip.to_string(),
+        "compression.lz4.level" => config.compression_levels.lz4.to_string(),
+        "compression.zstd.level" => config.compression_levels.zstd.to_string(),
         "max.incremental.fetch.session.cache.slots" => {
             config.max_incremental_fetch_session_cache_slots.to_string()
         }

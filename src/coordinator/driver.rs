@@ -391,6 +391,9 @@ impl Shared {
                     compacted: config.cleanup_policy.compacts(),
                     now_ms,
                     decompressed_bytes_max: record_batch::DECOMPRESSED_BATCH_BYTES_MAX,
+                    // As in Kafka, the topic's compression.type applies to the coordinator's
+                    // appends too (`producer` by default: stored as built, uncompressed).
+                    compression: config.compressor(),
                 },
             )
             .map_err(|e| {

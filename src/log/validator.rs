@@ -23,13 +23,21 @@
 //!    `[now - before_max, now + after_max]` (`INVALID_TIMESTAMP`); any timestamp error makes
 //!    the whole answer `INVALID_TIMESTAMP`, as in Kafka.
 //!
-//! The one mutation: like Kafka's `setMaxTimestamp`, the batch's `maxTimestamp` and timestamp
+//! The mutations: like Kafka's `setMaxTimestamp`, the batch's `maxTimestamp` and timestamp
 //! type are set in place and the CRC recomputed, to `now` under LogAppendTime, and to the
-//! largest record timestamp under CreateTime when the producer's header disagrees. Nothing else
-//! is touched: the records are never re-encoded, a compressed batch is stored as it came.
-//! The checks ([`check_produce`]) read only; the mutation is a separate step ([`stamp`]), so a
-//! batch that needs none (CreateTime with a consistent header, what clients send) is appended
-//! as the request frame's own bytes, never copied ([`validate_produce_bytes`]).
+//! largest record timestamp under CreateTime when the producer's header disagrees. And, the
+//! one exception to the rule that records are never re-encoded (design notes §4): on a topic
+//! whose `compression.type` names a codec ([`ValidatorConfig::compression`]; `uncompressed`
+//! is [`Compression::None`]), a batch in another codec is recompressed to it, as Kafka's
+//! `LogValidator` does ([`record_batch::recompressed`]: every header field kept, the records'
+//! bytes carried over uncompressed, only the codec bits, length and CRC new), and the result
+//! is checked against `max.message.bytes` again (`MESSAGE_TOO_LARGE`), as Kafka re-checks a
+//! batch whose size may have changed. Under `producer` (the default), or when the codec
+//! already matches, a compressed batch is stored as it came.
+//! The checks ([`check_produce`]) read only; the mutations are separate steps ([`stamp`],
+//! [`recompress`]), so a batch that needs none (CreateTime with a consistent header and no
+//! codec to change, what clients send) is appended as the request frame's own bytes, never
+//! copied ([`validate_produce_bytes`]).
 //!
 //! Where Samsa differs from Kafka, deliberately (each because Samsa never re-encodes, or to
 //! refuse what Kafka would mishandle):
@@ -59,7 +67,7 @@ use std::fmt;
 
 use bytes::{Bytes, BytesMut};
 
-use crate::protocol::compression::{self, CompressionError};
+use crate::protocol::compression::{self, CompressionError, Compressor};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::record_batch::{
     self, BatchError, BatchHeader, Compression, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -117,12 +125,16 @@ pub struct ValidatorConfig<'a> {
     pub now_ms: i64,
     /// The most bytes a compressed batch's records may decompress to.
     pub decompressed_bytes_max: usize,
+    /// The topic's `compression.type` when it names a codec (`uncompressed` is
+    /// [`Compression::None`]), at the topic's level for it: a batch in another codec is
+    /// recompressed to this one. `None` for `producer`: every batch is stored as produced.
+    pub compression: Option<Compressor>,
 }
 
 /// What a validated batch holds, for the log's offset assignment and the producer state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Validated {
-    /// The batch's size in bytes, which is the whole input.
+    /// The batch's size in bytes as received, which is the whole input.
     pub bytes: usize,
     pub record_count: u64,
     pub last_offset_delta: i32,
@@ -133,7 +145,11 @@ pub struct Validated {
     pub max_timestamp_offset_delta: i32,
     /// `Some(now_ms)` under LogAppendTime: the Produce response's `log_append_time_ms`.
     pub log_append_time_ms: Option<i64>,
+    /// The codec the producer compressed the batch with.
     pub compression: Compression,
+    /// The codec the batch is stored with: the topic's when its `compression.type` names one,
+    /// else `compression`. When the two differ, [`recompress`] must rebuild the batch.
+    pub stored_compression: Compression,
     pub producer_id: i64,
     pub producer_epoch: i16,
     pub base_sequence: i32,
@@ -202,20 +218,25 @@ impl std::error::Error for ValidationError {}
 
 /// Validates the records of one partition of a Produce request; see the module docs for the
 /// checks and their error codes. On success the batch may have had its `maxTimestamp`,
-/// timestamp type and CRC rewritten in place; on failure it is unchanged.
+/// timestamp type and CRC rewritten in place, or have been replaced by its recompressed copy;
+/// on failure it is unchanged.
 pub fn validate_produce(
-    records: &mut [u8],
+    records: &mut Vec<u8>,
     cfg: &ValidatorConfig<'_>,
 ) -> Result<Validated, ValidationError> {
-    let validated = check_produce(records, cfg)?;
-    stamp(records, &validated, cfg)?;
+    let (validated, decompressed) = check(records, cfg)?;
+    match recompress(records, decompressed.as_deref(), &validated, cfg)? {
+        Some(rebuilt) => *records = rebuilt,
+        None => stamp(records, &validated, cfg)?,
+    }
     Ok(validated)
 }
 
 /// [`validate_produce`] on a shared buffer (a slice of the request frame): returns the bytes
 /// to append. They are `records` itself, uncopied, unless the batch's header must be rewritten
 /// ([`Validated::rewritten`]: always under LogAppendTime, under CreateTime only when the
-/// producer's `maxTimestamp` is wrong); only then is the batch copied and stamped.
+/// producer's `maxTimestamp` is wrong), when the batch is copied and stamped, or the topic's
+/// codec is not the batch's, when it is rebuilt ([`recompress`]).
 ///
 /// Appending the uncopied slice is safe because the log changes only the base offset (bytes
 /// 0..8), which lies outside the CRC: the CRC covers the attributes (byte 21) onwards. The bytes
@@ -224,7 +245,11 @@ pub fn validate_produce_bytes(
     records: Bytes,
     cfg: &ValidatorConfig<'_>,
 ) -> Result<(Validated, ValidatedBatch), ValidationError> {
-    let validated = check_produce(&records, cfg)?;
+    let (validated, decompressed) = check(&records, cfg)?;
+    if let Some(rebuilt) = recompress(&records, decompressed.as_deref(), &validated, cfg)? {
+        let records = Bytes::from(rebuilt);
+        return Ok((validated, ValidatedBatch { records }));
+    }
     if !validated.rewritten {
         return Ok((validated, ValidatedBatch { records }));
     }
@@ -253,12 +278,22 @@ impl ValidatedBatch {
     }
 }
 
-/// The checks of [`validate_produce`] without its mutation: `records` is only read. When
-/// [`Validated::rewritten`] is set, [`stamp`] must follow before the batch is stored.
+/// The checks of [`validate_produce`] without its mutations: `records` is only read. When
+/// [`Validated::stored_compression`] differs from [`Validated::compression`], [`recompress`]
+/// must follow before the batch is stored, else [`stamp`] when [`Validated::rewritten`] is
+/// set.
 pub fn check_produce(
     records: &[u8],
     cfg: &ValidatorConfig<'_>,
 ) -> Result<Validated, ValidationError> {
+    check(records, cfg).map(|(validated, _)| validated)
+}
+
+/// [`check_produce`], also returning a compressed batch's records as it decompressed them.
+fn check(
+    records: &[u8],
+    cfg: &ValidatorConfig<'_>,
+) -> Result<(Validated, Option<Bytes>), ValidationError> {
     let tp = cfg.topic_partition();
     let version = cfg.produce_version;
     let invalid = |message: String| Err(ValidationError::new(ErrorCode::INVALID_RECORD, message));
@@ -381,15 +416,16 @@ pub fn check_produce(
     })?;
 
     // 4. The records, in place or decompressed into one buffer.
-    let decompressed;
     let stored = records.get(BATCH_HEADER_LEN..).unwrap_or(&[]);
-    let region: &[u8] = if codec == Compression::None {
-        stored
+    let decompressed = if codec == Compression::None {
+        None
     } else {
-        decompressed = compression::decompress(codec, stored, cfg.decompressed_bytes_max)
-            .map_err(|err| decompression_error(err, tp))?;
-        &decompressed
+        Some(
+            compression::decompress(codec, stored, cfg.decompressed_bytes_max)
+                .map_err(|err| decompression_error(err, tp))?,
+        )
     };
+    let region: &[u8] = decompressed.as_deref().unwrap_or(stored);
     let count_max = region.len() / RECORD_LEN_MIN;
     if usize::try_from(count).unwrap_or(usize::MAX) > count_max {
         return invalid(format!(
@@ -407,7 +443,7 @@ pub fn check_produce(
     };
     let rewritten =
         header.max_timestamp != max_timestamp || header.timestamp_type() != timestamp_type;
-    Ok(Validated {
+    let validated = Validated {
         bytes: total,
         record_count: u64::try_from(count).unwrap_or(0),
         last_offset_delta: header.last_offset_delta,
@@ -422,15 +458,68 @@ pub fn check_produce(
             TimestampType::CreateTime => None,
         },
         compression: codec,
+        stored_compression: cfg.compression.map_or(codec, |target| target.codec),
         producer_id: header.producer_id,
         producer_epoch: header.producer_epoch,
         base_sequence: header.base_sequence,
         is_transactional: header.is_transactional(),
         rewritten,
-    })
+    };
+    Ok((validated, decompressed))
 }
 
-/// The mutation of [`validate_produce`], after [`check_produce`] accepted `records`: when
+/// The recompression of [`validate_produce`], after [`check_produce`] accepted `records`:
+/// `None` when the batch keeps its codec ([`Validated::stored_compression`] is
+/// [`Validated::compression`]); otherwise the batch rebuilt with the topic's codec and level
+/// from its uncompressed records (`decompressed` for a compressed batch, its own bytes for
+/// an uncompressed one), stamped as [`stamp`] would, and no larger than `max.message.bytes`
+/// (`MESSAGE_TOO_LARGE`, as Kafka re-checks a recompressed batch).
+pub fn recompress(
+    records: &[u8],
+    decompressed: Option<&[u8]>,
+    validated: &Validated,
+    cfg: &ValidatorConfig<'_>,
+) -> Result<Option<Vec<u8>>, ValidationError> {
+    let tp = cfg.topic_partition();
+    let Some(target) = cfg.compression else {
+        return Ok(None);
+    };
+    if target.codec == validated.compression {
+        return Ok(None);
+    }
+    let batch = records.get(..validated.bytes).unwrap_or(records);
+    let uncompressed = match decompressed {
+        Some(region) => region,
+        None => batch.get(BATCH_HEADER_LEN..).unwrap_or(&[]),
+    };
+    let too_large = |len: usize| {
+        ValidationError::new(
+            ErrorCode::MESSAGE_TOO_LARGE,
+            format!(
+                "The record batch in the append to {tp} is {len} bytes once recompressed from \
+                 {} to {} (the topic's compression.type), which exceeds the maximum \
+                 configured size of {} bytes",
+                validated.compression, target.codec, cfg.max_message_bytes
+            ),
+        )
+    };
+    let mut rebuilt =
+        record_batch::recompressed(batch, uncompressed, &target).map_err(|err| match err {
+            BatchError::BatchTooLarge { len, .. } => too_large(len),
+            err => ValidationError::new(
+                ErrorCode::UNKNOWN_SERVER_ERROR,
+                format!("Record batch for {tp}: {err}"),
+            ),
+        })?;
+    if rebuilt.len() > cfg.max_message_bytes {
+        return Err(too_large(rebuilt.len()));
+    }
+    stamp(&mut rebuilt, validated, cfg)?;
+    Ok(Some(rebuilt))
+}
+
+/// The timestamp mutation of [`validate_produce`], after [`check_produce`] accepted `records`
+/// (or [`recompress`] rebuilt them): when
 /// [`Validated::rewritten`], sets the header's `maxTimestamp` and timestamp type (LogAppendTime
 /// exactly when [`Validated::log_append_time_ms`] is set) and recomputes the CRC; otherwise
 /// leaves the bytes alone.
@@ -446,7 +535,8 @@ pub fn stamp(
         Some(_) => TimestampType::LogAppendTime,
         None => TimestampType::CreateTime,
     };
-    // The CRC was checked by check_produce on these same bytes, so this cannot fail; the error
+    // The CRC was checked by check_produce on these same bytes (or computed by recompress over
+    // the rebuilt ones), so this cannot fail; the error
     // path exists only to keep a failure (say, other bytes passed in) from passing silently.
     record_batch::set_max_timestamp(records, timestamp_type, validated.max_timestamp).map_err(
         |err| {
@@ -719,6 +809,7 @@ mod tests {
             compacted: false,
             now_ms: NOW_MS,
             decompressed_bytes_max: 64 << 20,
+            compression: None,
         }
     }
 
@@ -787,6 +878,7 @@ mod tests {
                 max_timestamp_offset_delta: 1,
                 log_append_time_ms: None,
                 compression: Compression::None,
+                stored_compression: Compression::None,
                 producer_id: 42,
                 producer_epoch: 3,
                 base_sequence: 7,
@@ -1259,6 +1351,135 @@ mod tests {
             let err = check(&keyless, &c).expect_err("keyless inside compressed batch");
             assert_eq!(err.code, ErrorCode::INVALID_RECORD, "{codec}");
         }
+    }
+
+    const ALL_CODECS: [Compression; 5] = Compression::ALL;
+
+    fn with_compression(codec: Compression) -> ValidatorConfig<'static> {
+        ValidatorConfig {
+            compression: Some(Compressor::new(codec)),
+            ..cfg()
+        }
+    }
+
+    fn stored_records(batch: &[u8]) -> Vec<record_batch::Record> {
+        record_batch::records(&Bytes::copy_from_slice(batch))
+            .expect("records")
+            .map(|r| r.expect("record"))
+            .collect()
+    }
+
+    #[test]
+    fn log_validator_recompresses_to_the_topics_codec_keeping_everything_else() {
+        for from in ALL_CODECS {
+            let original = batch_with(from);
+            let before = BatchHeader::parse(&original).unwrap();
+            for to in ALL_CODECS {
+                let mut stored = original.clone();
+                let v = validate_produce(&mut stored, &with_compression(to))
+                    .unwrap_or_else(|e| panic!("{from} to {to}: {e}"));
+                assert_eq!((v.compression, v.stored_compression), (from, to));
+                let after = record_batch::validate(&stored).expect("a valid batch");
+                assert_eq!(after.compression(), Ok(to));
+                // record_batch::recompressed keeps every other header field (its own test).
+                let producer = |h: &BatchHeader| (h.producer_id, h.producer_epoch, h.base_sequence);
+                assert_eq!(producer(&after), producer(&before), "{from} to {to}");
+                assert!(after.is_transactional());
+                assert_eq!(stored_records(&stored), stored_records(&original));
+                assert_eq!(v.bytes, original.len(), "the size as received");
+                if from == to {
+                    assert_eq!(stored, original, "{from}: the same codec is not re-encoded");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn log_validator_keeps_the_frame_slice_unless_the_codec_changes() {
+        for from in ALL_CODECS {
+            let frame = Bytes::from(batch_with(from));
+            for to in ALL_CODECS {
+                for c in [cfg(), with_compression(to)] {
+                    let (v, stored) = validate_produce_bytes(frame.clone(), &c).expect("valid");
+                    let same = c.compression.is_none() || from == to;
+                    assert_eq!(
+                        stored.bytes().as_ptr() == frame.as_ptr(),
+                        same,
+                        "{from} to {to} under {:?}",
+                        c.compression
+                    );
+                    if same {
+                        assert_eq!(stored.bytes(), &frame);
+                        assert_eq!(v.stored_compression, from);
+                    } else {
+                        let header = record_batch::validate(stored.bytes()).expect("valid");
+                        assert_eq!(header.compression(), Ok(to));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn log_validator_recompresses_and_stamps_log_append_time() {
+        let original = batch_with(Compression::Snappy);
+        let mut stored = original.clone();
+        let mut c = with_compression(Compression::Zstd);
+        c.timestamp_type = TimestampType::LogAppendTime;
+        let v = validate_produce(&mut stored, &c).expect("valid");
+        assert!(v.rewritten);
+        let header = record_batch::validate(&stored).expect("CRC recomputed");
+        assert_eq!(header.compression(), Ok(Compression::Zstd));
+        assert_eq!(header.timestamp_type(), TimestampType::LogAppendTime);
+        assert_eq!(header.max_timestamp, NOW_MS);
+        assert_eq!(header.base_timestamp, NOW_MS - 10, "base timestamp kept");
+    }
+
+    #[test]
+    fn log_validator_rechecks_max_message_bytes_after_recompression() {
+        // 64 KiB of zeros gzip to a few hundred bytes; stored uncompressed they do not fit.
+        let mut b = BatchBuilder::new(0).compression(Compression::Gzip);
+        b.push(NOW_MS, Some(b"k"), Some(&[0u8; 65_536]), &[]);
+        let original = b.build().to_vec();
+        let mut c = with_compression(Compression::None);
+        c.max_message_bytes = 4096;
+        assert!(original.len() < c.max_message_bytes);
+        rejected(
+            &original,
+            &c,
+            ErrorCode::MESSAGE_TOO_LARGE,
+            "once recompressed from gzip to none",
+        );
+        c.max_message_bytes = 1 << 20;
+        let mut stored = original.clone();
+        validate_produce(&mut stored, &c).expect("fits");
+        assert!(stored.len() > 65_536);
+        assert_eq!(
+            record_batch::validate(&stored).unwrap().compression(),
+            Ok(Compression::None)
+        );
+    }
+
+    #[test]
+    fn log_validator_recompresses_at_the_topics_level() {
+        let mut b = BatchBuilder::new(0);
+        for i in 0..200u32 {
+            let value = format!("record {i} of a compressible batch, record {i} of it");
+            b.push(NOW_MS, None, Some(value.as_bytes()), &[]);
+        }
+        let original = b.build().to_vec();
+        let size_at = |codec: Compression, level: i32| {
+            let mut stored = original.clone();
+            let c = ValidatorConfig {
+                compression: Some(Compressor::with_level(codec, level)),
+                ..cfg()
+            };
+            validate_produce(&mut stored, &c).expect("valid");
+            assert_eq!(stored_records(&stored), stored_records(&original));
+            stored.len()
+        };
+        assert!(size_at(Compression::Gzip, 9) < size_at(Compression::Gzip, 1));
+        assert!(size_at(Compression::Zstd, 19) < size_at(Compression::Zstd, -5));
     }
 
     #[test]

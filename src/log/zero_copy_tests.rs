@@ -23,6 +23,7 @@ fn cfg(timestamp_type: TimestampType) -> ValidatorConfig<'static> {
         compacted: false,
         now_ms: NOW_MS,
         decompressed_bytes_max: 64 << 20,
+        compression: None,
     }
 }
 

@@ -111,6 +111,15 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// Every codec, in id order.
+    pub const ALL: [Compression; 5] = [
+        Compression::None,
+        Compression::Gzip,
+        Compression::Snappy,
+        Compression::Lz4,
+        Compression::Zstd,
+    ];
+
     /// Maps a codec id (0-4) to its codec; the ids 5-7 that fit in the attribute bits are not
     /// assigned by Kafka, so they yield `None`.
     pub fn from_id(id: i16) -> Option<Compression> {
@@ -2091,13 +2100,7 @@ mod tests {
         let _ = BatchBuilder::new(0).build();
     }
 
-    const ALL_CODECS: [Compression; 5] = [
-        Compression::None,
-        Compression::Gzip,
-        Compression::Snappy,
-        Compression::Lz4,
-        Compression::Zstd,
-    ];
+    const ALL_CODECS: [Compression; 5] = Compression::ALL;
 
     fn compressed_batch(codec: Compression, values: &[&[u8]]) -> Bytes {
         let mut builder = BatchBuilder::new(100).producer(7, 1, 0).compression(codec);

@@ -160,6 +160,7 @@ async fn append(
             compacted: config.cleanup_policy.compacts(),
             now_ms: broker.clock.now_ms(),
             decompressed_bytes_max: record_batch::DECOMPRESSED_BATCH_BYTES_MAX,
+            compression: config.compressor(),
         },
     );
     let (validated, records) = match validated {
