@@ -685,6 +685,21 @@ async fn describe_cluster_and_log_dirs() {
         assert_eq!(response.brokers[0].broker_id, NodeId(node));
         assert_eq!(response.brokers[0].port, i32::from(broker.addr.port()));
     }
+    // Asked for, the cluster's authorized operations are all the cluster resource supports
+    // (CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+    // IDEMPOTENT_WRITE: bits 5 and 7-12), as Kafka answers without an authorizer.
+    for (include, operations) in [(true, 0b1_1111_1010_0000), (false, i32::MIN)] {
+        let response: DescribeClusterResponse = conn
+            .call(
+                0,
+                &DescribeClusterRequest {
+                    include_cluster_authorized_operations: include,
+                    ..Default::default()
+                },
+            )
+            .await;
+        assert_eq!(response.cluster_authorized_operations, operations);
+    }
     let response: DescribeClusterResponse = conn
         .call(
             1,

@@ -1,7 +1,8 @@
 //! The broker's handlers over real TCP, spoken to with Samsa's own codec (requests built by
 //! hand, so each test controls every field): topic creation rules, auto-creation, produce
 //! with each acks value and with bad batches, fetch long polling, ListOffsets, deletion, and
-//! what survives a restart. Real clients are exercised by the interop tests.
+//! what survives a restart, and Metadata's authorized operations (KIP-430). Real clients are
+//! exercised by the interop tests.
 
 #![cfg(not(feature = "sim"))]
 
@@ -157,6 +158,18 @@ async fn list_offset(conn: &mut Conn, topic: &str, timestamp: i64) -> (i16, i64)
     (p.error_code, p.offset.0)
 }
 
+/// Metadata (v12) of every topic.
+async fn all_topics(conn: &mut Conn) -> MetadataResponse {
+    conn.call(
+        12,
+        &MetadataRequest {
+            topics: None,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
 fn code(name: ErrorCode) -> i16 {
     name.code()
 }
@@ -214,15 +227,7 @@ async fn topic_creation_follows_kafkas_rules() {
     // validate_only checks without creating.
     let validated = create(&mut conn, vec![topic("later", 2, &[])], true).await;
     assert_eq!(validated[0].1, code(ErrorCode::NONE));
-    let metadata: MetadataResponse = conn
-        .call(
-            12,
-            &MetadataRequest {
-                topics: None,
-                ..Default::default()
-            },
-        )
-        .await;
+    let metadata = all_topics(&mut conn).await;
     let names: Vec<_> = metadata
         .topics
         .iter()
@@ -282,6 +287,93 @@ async fn metadata_auto_creates_only_when_allowed() {
         off.topics[0].error_code,
         code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
     );
+    broker.stop().await;
+}
+
+/// Kafka's topic operations without an authorizer: READ (3), WRITE, CREATE, DELETE, ALTER,
+/// DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), one bit per code.
+const TOPIC_OPERATIONS: i32 = 0b1101_1111_1000;
+/// The cluster's: CREATE (5), ALTER (7), DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS,
+/// ALTER_CONFIGS, IDEMPOTENT_WRITE (12).
+const CLUSTER_OPERATIONS: i32 = 0b1_1111_1010_0000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_answers_authorized_operations_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[("auto.create.topics.enable", "false")]).await;
+    let mut conn = broker.connect().await;
+    assert_eq!(
+        create(&mut conn, vec![topic("ops", 1, &[])], false).await[0].1,
+        0
+    );
+    let known_id = all_topics(&mut conn).await.topics[0].topic_id;
+    let ask = |include_cluster: bool, include_topics: bool| MetadataRequest {
+        topics: Some(vec![
+            MetadataRequestTopic {
+                name: Some("ops".to_string()),
+                ..Default::default()
+            },
+            MetadataRequestTopic {
+                name: Some("absent".to_string()),
+                ..Default::default()
+            },
+        ]),
+        allow_auto_topic_creation: false,
+        include_cluster_authorized_operations: include_cluster,
+        include_topic_authorized_operations: include_topics,
+    };
+    for version in 8..=13 {
+        let asked: MetadataResponse = conn.call(version, &ask(version <= 10, true)).await;
+        let ops: Vec<i32> = asked
+            .topics
+            .iter()
+            .map(|t| t.topic_authorized_operations)
+            .collect();
+        // Kafka sets them on every topic answered by name, the unknown one too.
+        assert_eq!(ops, vec![TOPIC_OPERATIONS; 2], "v{version}");
+        let cluster = if version <= 10 {
+            CLUSTER_OPERATIONS
+        } else {
+            i32::MIN
+        };
+        assert_eq!(asked.cluster_authorized_operations, cluster, "v{version}");
+        let not_asked: MetadataResponse = conn.call(version, &ask(false, false)).await;
+        assert!(not_asked
+            .topics
+            .iter()
+            .all(|t| t.topic_authorized_operations == i32::MIN));
+        assert_eq!(not_asked.cluster_authorized_operations, i32::MIN);
+    }
+    // By id (v12+): a known id gets them, an unknown one keeps "not requested", as in Kafka.
+    let by_id: MetadataResponse = conn
+        .call(
+            12,
+            &MetadataRequest {
+                topics: Some(vec![
+                    MetadataRequestTopic {
+                        topic_id: known_id,
+                        name: None,
+                    },
+                    MetadataRequestTopic {
+                        topic_id: samsa::protocol::wire::Uuid([7; 16]),
+                        name: None,
+                    },
+                ]),
+                allow_auto_topic_creation: false,
+                include_topic_authorized_operations: true,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert_eq!(
+        by_id.topics[0].topic_authorized_operations,
+        TOPIC_OPERATIONS
+    );
+    assert_eq!(
+        by_id.topics[1].error_code,
+        code(ErrorCode::UNKNOWN_TOPIC_ID)
+    );
+    assert_eq!(by_id.topics[1].topic_authorized_operations, i32::MIN);
     broker.stop().await;
 }
 

@@ -4,6 +4,7 @@
 //! derives a codec from each message's description, and the remaining modules describe the
 //! messages themselves. This module also owns the choice of header version for an API version.
 
+pub mod acl;
 pub mod api_versions;
 pub mod compression;
 pub mod error;

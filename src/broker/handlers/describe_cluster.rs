@@ -2,11 +2,14 @@
 //! broker and as the controller, at the advertised address of the listener the metadata
 //! names first. v1+ carries an endpoint type (KIP-919), refused as a Kafka broker listener
 //! refuses it: controllers (2) get MISMATCHED_ENDPOINT_TYPE, a type Kafka does not define
-//! UNSUPPORTED_ENDPOINT_TYPE; a refusal carries only the code and the message.
+//! UNSUPPORTED_ENDPOINT_TYPE; a refusal carries only the code and the message. Asked for
+//! (`include_cluster_authorized_operations`), the cluster's authorized operations are every
+//! operation the cluster resource supports, as Kafka answers without an authorizer.
 
 use std::sync::Arc;
 
 use crate::broker::Broker;
+use crate::protocol::acl::{self, ResourceType};
 use crate::protocol::describe_cluster::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
 };
@@ -16,12 +19,6 @@ use crate::protocol::types::NodeId;
 /// `endpoint_type` values.
 pub const ENDPOINT_TYPE_BROKER: i8 = 1;
 pub const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
-
-/// The cluster operations a client may perform without an authorizer (Kafka's bit per
-/// `AclOperation` on the cluster resource: ALTER, CREATE, DESCRIBE, CLUSTER_ACTION,
-/// DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE).
-const CLUSTER_OPERATIONS: i32 =
-    (1 << 4) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
 
 pub fn handle(
     broker: &Arc<Broker>,
@@ -71,10 +68,9 @@ pub fn handle(
         cluster_id: broker.cluster_id.clone(),
         controller_id: NodeId(node_id),
         brokers,
-        cluster_authorized_operations: if request.include_cluster_authorized_operations {
-            CLUSTER_OPERATIONS
-        } else {
-            i32::MIN
-        },
+        cluster_authorized_operations: acl::authorized_operations_if(
+            request.include_cluster_authorized_operations,
+            ResourceType::Cluster,
+        ),
     }
 }

@@ -3,11 +3,17 @@
 //! A topic asked for by name that does not exist is created when both the broker
 //! (`auto.create.topics.enable`) and the request (`allow_auto_topic_creation`, v4+) allow it.
 //! On a single node this node leads every partition and is its whole in-sync replica set.
+//!
+//! Authorized operations (v8+, KIP-430): when the request asks, every topic answered by name
+//! (existing or not) and, at v8-10, the cluster carry every operation their resource supports,
+//! as Kafka answers without an authorizer (`protocol::acl`); a topic id that is not known
+//! keeps the "not requested" value, as in Kafka, which answers those apart.
 
 use std::sync::Arc;
 
 use crate::broker::topics::{NewTopic, Topic, TopicError};
 use crate::broker::Broker;
+use crate::protocol::acl::{self, ResourceType};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::metadata::{
     MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
@@ -22,7 +28,7 @@ pub async fn handle(
     request: MetadataRequest,
 ) -> MetadataResponse {
     let node_id = broker.config.node_id;
-    let topics = match request.topics {
+    let mut topics = match request.topics {
         // v0 asks for every topic with an empty list; v1+ with null.
         None => all_topics(broker, version).await,
         Some(list) if list.is_empty() && version == 0 => all_topics(broker, version).await,
@@ -39,6 +45,12 @@ pub async fn handle(
             out
         }
     };
+    if request.include_topic_authorized_operations {
+        let unknown_id = ErrorCode::UNKNOWN_TOPIC_ID.code();
+        for topic in topics.iter_mut().filter(|t| t.error_code != unknown_id) {
+            topic.topic_authorized_operations = acl::authorized_operations(ResourceType::Topic);
+        }
+    }
     MetadataResponse {
         brokers: broker
             .config
@@ -55,6 +67,11 @@ pub async fn handle(
         cluster_id: Some(broker.cluster_id.clone()),
         controller_id: NodeId(node_id),
         topics,
+        // A request below v8 or above v10 has no such flag: it decodes as false.
+        cluster_authorized_operations: acl::authorized_operations_if(
+            request.include_cluster_authorized_operations,
+            ResourceType::Cluster,
+        ),
         ..Default::default()
     }
 }
