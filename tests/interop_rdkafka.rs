@@ -68,7 +68,8 @@ async fn round_trip(codec: &str) {
         broker.data_dir().display()
     );
     // librdkafka sends a batch uncompressed when compressing would not shrink it, so plain
-    // batches are allowed beside the codec's; the broker itself never re-encodes.
+    // batches are allowed beside the codec's; the broker never re-encodes for a topic with
+    // the default compression.type (producer).
     assert!(
         codecs.iter().any(|&c| c == codec_id(codec)),
         "{topic}: no stored batch uses codec {} ({codec})",

@@ -1,7 +1,8 @@
 //! Reading a broker's partition logs straight from its data directory, behind its back:
-//! which compression codec each stored record batch carries. Batches are stored as the
-//! producer sent them, so this tells whether a client really compressed with the codec a
-//! test asked for.
+//! which compression codec each stored record batch carries. On a topic with the default
+//! `compression.type=producer` batches are stored as the producer sent them, so this tells
+//! whether a client really compressed with the codec a test asked for; on a topic that names
+//! a codec, whether the broker recompressed to it.
 //!
 //! Include it with `#[path = "support/segment_files.rs"] mod segment_files;`.
 #![allow(dead_code)]
@@ -23,7 +24,7 @@ pub fn codec_id(codec: &str) -> i16 {
 
 /// The codec ids (attribute bits 0-2) of every record batch stored for `topic` under the
 /// broker's data directory, read straight from the segment files (`<topic>-<partition>/
-/// *.log`, Kafka's layout). Batches are stored as received, so these are the producer's.
+/// *.log`, Kafka's layout): the producer's, unless the topic's `compression.type` names one.
 pub fn stored_batch_codecs(data_dir: &std::path::Path, topic: &str) -> Vec<i16> {
     let mut codecs = Vec::new();
     let mut stack = vec![data_dir.to_path_buf()];
