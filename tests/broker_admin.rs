@@ -932,11 +932,16 @@ async fn fetch_sessions_answer_only_what_changed() {
     broker.stop().await;
 }
 
-/// Every record batch of `partition` of `name` from offset 0, as one Fetch (v12) returns it.
-async fn fetch_batches(conn: &mut Conn, name: &str, partition: i32) -> Vec<Bytes> {
+/// One Fetch at `version` of `partition` of `name` from offset 0: its partition answer.
+async fn fetch_from_start(
+    conn: &mut Conn,
+    version: i16,
+    name: &str,
+    partition: i32,
+) -> samsa::protocol::fetch::PartitionData {
     let response: FetchResponse = conn
         .call(
-            12,
+            version,
             &FetchRequest {
                 max_wait_ms: 0,
                 min_bytes: 0,
@@ -956,7 +961,12 @@ async fn fetch_batches(conn: &mut Conn, name: &str, partition: i32) -> Vec<Bytes
             },
         )
         .await;
-    let answer = &response.responses[0].partitions[0];
+    response.responses[0].partitions[0].clone()
+}
+
+/// Every record batch of `partition` of `name` from offset 0, as one Fetch (v12) returns it.
+async fn fetch_batches(conn: &mut Conn, name: &str, partition: i32) -> Vec<Bytes> {
+    let answer = fetch_from_start(conn, 12, name, partition).await;
     assert_eq!(answer.error_code, 0, "fetch {name}-{partition}");
     let records = answer.records.clone().unwrap_or_default();
     record_batch::batches(records)
@@ -1204,5 +1214,23 @@ async fn batches_are_recompressed_to_the_topics_codec_and_otherwise_stored_as_pr
             }
         }
     }
+    // Fetch versions before zstd (v10, KIP-110) are refused on a zstd topic, as Kafka does.
+    let old = fetch_from_start(&mut conn, 9, "stored-zstd", 0).await;
+    assert_eq!(
+        old.error_code,
+        code(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE)
+    );
+    assert_eq!(
+        fetch_from_start(&mut conn, 10, "stored-zstd", 0)
+            .await
+            .error_code,
+        0
+    );
+    assert_eq!(
+        fetch_from_start(&mut conn, 9, "stored-gzip", 0)
+            .await
+            .error_code,
+        0
+    );
     broker.stop().await;
 }

@@ -10,6 +10,10 @@
 //! and answers only those with something new; a full fetch at epoch 0 makes a session from
 //! its answer.
 //!
+//! A topic whose `compression.type` is `zstd` answers fetches below v10, which predate zstd
+//! (KIP-110), with UNSUPPORTED_COMPRESSION_TYPE for its partitions, as Kafka does: such a
+//! topic may hold zstd batches whatever its producers sent.
+//!
 //! Zero copy (design §4). A partition's records of at least [`ZERO_COPY_BYTES_MIN`] bytes are
 //! not read: they stay regions of the segment file, and [`encode_parts`] encodes the response
 //! around them as a list of [`ResponsePart`]s, which the connection writes with the records
@@ -22,6 +26,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::broker::config::BrokerCompressionType;
 use crate::broker::fetch_session::{topic_key, Answered, FetchContext, INVALID_SESSION_ID};
 use crate::broker::handlers::{encode_response, partition_error_code, ResponsePart};
 use crate::broker::partition::{PartitionError, ReadBound, SendRecords};
@@ -36,6 +41,9 @@ use crate::rt::time;
 /// The longest a fetch waits for data, whatever the client asks: a bound on how long a
 /// connection's later responses can queue behind a fetch.
 pub const FETCH_WAIT_MS_MAX: u64 = 60_000;
+
+/// The first Fetch version that may carry zstd-compressed batches (KIP-110).
+pub const ZSTD_FETCH_VERSION_MIN: i16 = 10;
 
 /// A partition's records smaller than this are copied into the response instead of sent from
 /// the file. Measured with `cargo bench --bench send_file` (loopback, page cache, 2 vCPUs):
@@ -238,11 +246,21 @@ async fn read_all(
             let partition = resolved
                 .as_ref()
                 .and_then(|t| t.partition(wanted.partition));
-            let Some(partition) = partition else {
+            let refused = match &partition {
+                None => Some(unknown),
+                Some(p)
+                    if version < ZSTD_FETCH_VERSION_MIN
+                        && p.config().compression_type == BrokerCompressionType::Zstd =>
+                {
+                    Some(ErrorCode::UNSUPPORTED_COMPRESSION_TYPE)
+                }
+                Some(_) => None,
+            };
+            let (Some(partition), None) = (partition, refused) else {
                 errors = true;
                 partitions.push(PartitionData {
                     partition_index: wanted.partition,
-                    error_code: unknown.code(),
+                    error_code: refused.unwrap_or(unknown).code(),
                     high_watermark: Offset::NONE,
                     records: Some(Bytes::new()),
                     ..Default::default()
