@@ -519,10 +519,10 @@ pub fn recompress(
 }
 
 /// The timestamp mutation of [`validate_produce`], after [`check_produce`] accepted `records`
-/// (or [`recompress`] rebuilt them): when
-/// [`Validated::rewritten`], sets the header's `maxTimestamp` and timestamp type (LogAppendTime
-/// exactly when [`Validated::log_append_time_ms`] is set) and recomputes the CRC; otherwise
-/// leaves the bytes alone.
+/// (or [`recompress`] rebuilt them): when [`Validated::rewritten`], sets the header's
+/// `maxTimestamp` and timestamp type (LogAppendTime exactly when
+/// [`Validated::log_append_time_ms`] is set) and recomputes the CRC; otherwise leaves the
+/// bytes alone.
 pub fn stamp(
     records: &mut [u8],
     validated: &Validated,
@@ -536,8 +536,8 @@ pub fn stamp(
         None => TimestampType::CreateTime,
     };
     // The CRC was checked by check_produce on these same bytes (or computed by recompress over
-    // the rebuilt ones), so this cannot fail; the error
-    // path exists only to keep a failure (say, other bytes passed in) from passing silently.
+    // the rebuilt ones), so this cannot fail; the error path exists only to keep a failure
+    // (say, other bytes passed in) from passing silently.
     record_batch::set_max_timestamp(records, timestamp_type, validated.max_timestamp).map_err(
         |err| {
             ValidationError::new(
