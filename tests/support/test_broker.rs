@@ -28,11 +28,31 @@ pub struct TestBroker {
     pub addr: SocketAddr,
     stop: Arc<samsa::rt::latch::Latch>,
     serving: tokio::task::JoinHandle<()>,
+    /// The broker's background work, when the test asked for it.
+    background: Option<tokio::task::JoinHandle<()>>,
     pub broker: Arc<Broker>,
 }
 
 impl TestBroker {
     pub async fn start(dir: &std::path::Path, overrides: &[(&str, &str)]) -> TestBroker {
+        TestBroker::open(dir, overrides, false).await
+    }
+
+    /// A broker that also runs its background work as `samsa broker` does: the flusher,
+    /// retention, the scrubber, and the group coordinator's load and timers (rebalance
+    /// delays, sessions, offset expiry).
+    pub async fn start_with_background(
+        dir: &std::path::Path,
+        overrides: &[(&str, &str)],
+    ) -> TestBroker {
+        TestBroker::open(dir, overrides, true).await
+    }
+
+    async fn open(
+        dir: &std::path::Path,
+        overrides: &[(&str, &str)],
+        background: bool,
+    ) -> TestBroker {
         let mut pairs: Vec<(String, String)> = vec![(
             "listeners".to_string(),
             "PLAINTEXT://127.0.0.1:0".to_string(),
@@ -56,10 +76,13 @@ impl TestBroker {
             .expect("broker opens");
         let stop = Arc::new(samsa::rt::latch::Latch::new());
         let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stop.clone()));
+        let background =
+            background.then(|| samsa::rt::task::spawn(broker.clone().run_background(stop.clone())));
         TestBroker {
             addr,
             stop,
             serving,
+            background,
             broker,
         }
     }
@@ -67,6 +90,9 @@ impl TestBroker {
     pub async fn stop(self) {
         self.stop.set();
         self.serving.await.unwrap();
+        if let Some(background) = self.background {
+            background.await.unwrap();
+        }
         self.broker.close().await.unwrap();
     }
 
