@@ -1192,10 +1192,12 @@ impl GroupShard {
 
     /// Commits offsets; `exists` says whether a topic partition exists (the broker's
     /// metadata: commits to unknown partitions get UNKNOWN_TOPIC_OR_PARTITION, as in Kafka).
+    /// `version` is the request's: the answer for a group that does not exist depends on it.
     pub fn offset_commit(
         &mut self,
         now_ms: i64,
         token: Token,
+        version: i16,
         request: OffsetCommitRequest,
         exists: &dyn Fn(&str, i32) -> bool,
     ) {
@@ -1230,6 +1232,12 @@ impl GroupShard {
         let accept_stale = self.bugs.accept_stale_generation;
         let group = match self.groups.get(&request.group_id) {
             None if generation < 0 => None,
+            // Kafka's OffsetMetadataManager.validateOffsetCommit: a generation for a group
+            // that does not exist is GROUP_ID_NOT_FOUND from v9 on, ILLEGAL_GENERATION before
+            // (kept for older clients).
+            None if version >= 9 => {
+                return self.answer(token, all(&request, ErrorCode::GROUP_ID_NOT_FOUND))
+            }
             None => return self.answer(token, all(&request, ErrorCode::ILLEGAL_GENERATION)),
             Some(group) => Some(group),
         };

@@ -197,7 +197,7 @@ impl Harness {
             ..Default::default()
         };
         self.shard
-            .offset_commit(self.now_ms, token, request, &|t, p| t == "t" && p == 0);
+            .offset_commit(self.now_ms, token, 9, request, &|t, p| t == "t" && p == 0);
         self.pump();
         token
     }

@@ -69,7 +69,7 @@ pub async fn start(
     let rx = broker
         .coordinator
         .call(&group_id, move |shard, now_ms, token| {
-            shard.offset_commit(now_ms, token, request, &exists)
+            shard.offset_commit(now_ms, token, version, request, &exists)
         })
         .await;
     later(
