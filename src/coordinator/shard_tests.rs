@@ -739,3 +739,195 @@ fn replaying_the_log_rebuilds_groups_and_offsets() {
     assert_eq!(h2.heartbeat(&follower, 1), 0);
     assert_eq!(h2.fetched(), 11);
 }
+
+/// Every error code an answer carries (per member, group or partition where it has them).
+/// ListGroups carries none: an unavailable shard lists no groups.
+fn error_codes(answer: &Answer) -> Vec<i16> {
+    match answer {
+        Answer::JoinGroup(r) => vec![r.error_code],
+        Answer::SyncGroup(r) => vec![r.error_code],
+        Answer::Heartbeat(r) => vec![r.error_code],
+        Answer::LeaveGroup(r) => std::iter::once(r.error_code)
+            .chain(r.members.iter().map(|m| m.error_code))
+            .collect(),
+        Answer::OffsetCommit(r) => r
+            .topics
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+            .collect(),
+        Answer::OffsetDelete(r) => vec![r.error_code],
+        Answer::OffsetFetch(groups) => groups.iter().map(|g| g.error_code).collect(),
+        Answer::DescribeGroups(groups) => groups.iter().map(|g| g.error_code).collect(),
+        Answer::DeleteGroups(results) => results.iter().map(|r| r.error_code).collect(),
+        Answer::ListGroups(_) => Vec::new(),
+    }
+}
+
+/// Steps every group API once for group "g" and returns each answer, by API name.
+fn every_api(shard: &mut GroupShard) -> Vec<(&'static str, Answer)> {
+    let client = ClientContext {
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+        new_member_id: "c-1".into(),
+    };
+    let join = JoinGroupRequest {
+        group_id: "g".into(),
+        session_timeout_ms: SESSION_MS,
+        member_id: "m".into(),
+        protocol_type: "consumer".into(),
+        protocols: vec![JoinGroupRequestProtocol {
+            name: "range".into(),
+            metadata: subscription(&["t"]),
+        }],
+        ..Default::default()
+    };
+    let member = |api: &str| format!("{api}-member");
+    shard.join_group(0, Token(1), 9, client, join);
+    shard.sync_group(
+        0,
+        Token(2),
+        5,
+        SyncGroupRequest {
+            group_id: "g".into(),
+            generation_id: 1,
+            member_id: member("sync"),
+            ..Default::default()
+        },
+    );
+    shard.heartbeat(
+        0,
+        Token(3),
+        HeartbeatRequest {
+            group_id: "g".into(),
+            generation_id: 1,
+            member_id: member("heartbeat"),
+            ..Default::default()
+        },
+    );
+    shard.leave_group(
+        0,
+        Token(4),
+        3,
+        LeaveGroupRequest {
+            group_id: "g".into(),
+            members: vec![MemberIdentity {
+                member_id: member("leave"),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+    let commit = OffsetCommitRequest {
+        group_id: "g".into(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: Offset(1),
+                committed_leader_epoch: LeaderEpoch(-1),
+                committed_metadata: None,
+            }],
+        }],
+        ..Default::default()
+    };
+    shard.offset_commit(0, Token(5), 9, commit, &|_, _| true);
+    shard.offset_fetch(Token(6), vec![("g".into(), None)]);
+    shard.describe_groups(Token(7), 6, vec!["g".into()], false);
+    shard.delete_groups(0, Token(8), vec!["g".into()]);
+    shard.offset_delete(
+        Token(9),
+        OffsetDeleteRequest {
+            group_id: "g".into(),
+            topics: vec![OffsetDeleteRequestTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 0 }],
+            }],
+        },
+    );
+    shard.list_groups(Token(10), &[], &[]);
+    let ready = shard.ready();
+    assert!(
+        ready.writes.is_empty(),
+        "an unavailable shard writes nothing"
+    );
+    let names = [
+        "JoinGroup",
+        "SyncGroup",
+        "Heartbeat",
+        "LeaveGroup",
+        "OffsetCommit",
+        "OffsetFetch",
+        "DescribeGroups",
+        "DeleteGroups",
+        "OffsetDelete",
+        "ListGroups",
+    ];
+    let mut answers: BTreeMap<Token, Answer> = ready.answers.into_iter().collect();
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let answer = answers
+                .remove(&Token(i as u64 + 1))
+                .unwrap_or_else(|| panic!("{name} was not answered at once"));
+            (*name, answer)
+        })
+        .collect()
+}
+
+#[test]
+fn every_api_answers_load_in_progress_while_loading_and_not_coordinator_once_unloaded() {
+    let mut shard = GroupShard::new(0, GroupConfig::default(), CoordinatorBugs::default());
+    // A group read back already, but the partition is not loaded to its end: nothing of it
+    // may be served yet (Kafka's COORDINATOR_LOAD_IN_PROGRESS).
+    let key = crate::coordinator::records::CoordinatorKey::OffsetCommit {
+        group: "g".into(),
+        topic: "t".into(),
+        partition: 0,
+    }
+    .encode()
+    .unwrap();
+    let value = crate::coordinator::records::OffsetCommitValue {
+        offset: 42,
+        leader_epoch: -1,
+        metadata: String::new(),
+        commit_timestamp_ms: 0,
+        expire_timestamp_ms: None,
+    }
+    .encode()
+    .unwrap();
+    shard.replay(&key, Some(&value)).unwrap();
+    let expect_all = |shard: &mut GroupShard, code: ErrorCode| {
+        for (api, answer) in every_api(shard) {
+            match answer {
+                Answer::ListGroups(groups) => assert!(groups.is_empty(), "{api}: {groups:?}"),
+                answer => {
+                    let codes = error_codes(&answer);
+                    assert!(
+                        !codes.is_empty() && codes.iter().all(|c| *c == code.code()),
+                        "{api}: {codes:?}, not {code}"
+                    );
+                }
+            }
+        }
+    };
+    expect_all(&mut shard, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
+    assert_eq!(shard.status(), ShardStatus::Loading);
+    // Loaded: the group is served.
+    shard.finish_loading(0);
+    let token = Token(100);
+    shard.offset_fetch(token, vec![("g".into(), None)]);
+    match shard.ready().answers.pop() {
+        Some((t, Answer::OffsetFetch(groups))) if t == token => {
+            assert_eq!(groups[0].error_code, 0);
+            assert_eq!(
+                groups[0].topics[0].partitions[0].committed_offset,
+                Offset(42)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The partition moved away (or a write failed): another node coordinates its groups.
+    shard.unload(ErrorCode::NOT_COORDINATOR);
+    expect_all(&mut shard, ErrorCode::NOT_COORDINATOR);
+}
