@@ -27,6 +27,9 @@ use samsa::protocol::types::{NodeId, Offset};
 #[path = "support/test_broker.rs"]
 mod test_broker;
 
+#[path = "broker_api/groups.rs"]
+mod groups;
+
 use test_broker::{topic, Conn, TestBroker};
 
 async fn create(
