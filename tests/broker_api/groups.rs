@@ -379,6 +379,16 @@ async fn fetched(conn: &mut Conn, group: &str, topic: &str, partition: i32) -> (
     (*error, offsets.first().map_or(-2, |o| o.2))
 }
 
+/// Waits (at most 3 s: the retention check runs every 50 ms) until `group`'s offset of t-0
+/// is gone.
+async fn until_expired(conn: &mut Conn, group: &str) {
+    let deadline = now() + Duration::from_secs(3);
+    while fetched(conn, group, "t", 0).await != (0, -1) {
+        assert!(now() < deadline, "the offset of {group} did not expire");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn list(
     conn: &mut Conn,
     version: i16,
@@ -863,6 +873,8 @@ async fn a_second_member_rebalances_the_group_onto_the_common_protocol() {
     .await;
     let preparing = describe(&mut a, 6, &["g"]).await;
     assert_eq!(preparing[0].group_state, "PreparingRebalance");
+    let resync: SyncGroupResponse = call(&mut a, 5, &sync_request("g", 1, &a_id, &[])).await;
+    assert_eq!(resync.error_code, code(ErrorCode::REBALANCE_IN_PROGRESS));
     assert!(
         silent_for(&mut b, 200).await,
         "B's join waits for A to rejoin"
@@ -1606,15 +1618,19 @@ async fn offsets_of_empty_groups_expire_after_the_retention() {
     let clock = broker.broker.clock.clone();
     let commit_to = |group: &str| commit_request(group, -1, "", &[("t", 0, 1, "")]);
     assert_eq!(commit_codes(&mut conn, 9, &commit_to("old")).await, [0]);
+    // OffsetCommit v2-4 may set its own retention: 10 s here.
+    let explicit = OffsetCommitRequest {
+        retention_time_ms: 10_000,
+        ..commit_to("explicit")
+    };
+    assert_eq!(commit_codes(&mut conn, 2, &explicit).await, [0]);
     clock.jump(30_000);
+    until_expired(&mut conn, "explicit").await;
+    assert_eq!(fetched(&mut conn, "old", "t", 0).await, (0, 1));
     assert_eq!(commit_codes(&mut conn, 9, &commit_to("young")).await, [0]);
     clock.jump(31_000);
     // 61 s after its commit "old" expires, and the group with it; "young" (31 s) stays.
-    let deadline = now() + Duration::from_secs(3);
-    while fetched(&mut conn, "old", "t", 0).await != (0, -1) {
-        assert!(now() < deadline, "the offset did not expire");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    until_expired(&mut conn, "old").await;
     assert_eq!(fetched(&mut conn, "young", "t", 0).await, (0, 1));
     let s = |g: &str| (g.to_string(), "Empty".to_string());
     assert_eq!(list(&mut conn, 4, &[], &[]).await, [s("young")]);
