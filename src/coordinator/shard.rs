@@ -40,7 +40,7 @@ use crate::protocol::error::ErrorCode;
 use crate::protocol::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use crate::protocol::join_group::{JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember};
 use crate::protocol::leave_group::{LeaveGroupRequest, LeaveGroupResponse, MemberResponse};
-use crate::protocol::list_groups::ListedGroup;
+use crate::protocol::list_groups::{ListGroupsResponse, ListedGroup};
 use crate::protocol::offset_commit::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -133,7 +133,8 @@ pub enum Answer {
     OffsetDelete(OffsetDeleteResponse),
     OffsetFetch(Vec<OffsetFetchResponseGroup>),
     DescribeGroups(Vec<DescribedGroup>),
-    ListGroups(Vec<ListedGroup>),
+    /// This shard's groups, or (while it does not serve) none and its error.
+    ListGroups(ListGroupsResponse),
     DeleteGroups(Vec<DeletableGroupResult>),
 }
 
@@ -169,7 +170,10 @@ impl Answer {
                 g.error_code = c;
                 g.members.clear();
             }),
-            Answer::ListGroups(groups) => groups.clear(),
+            Answer::ListGroups(r) => {
+                r.error_code = c;
+                r.groups.clear();
+            }
             Answer::DeleteGroups(results) => results.iter_mut().for_each(|r| r.error_code = c),
         }
         self
@@ -1436,11 +1440,15 @@ impl GroupShard {
     }
 
     /// The groups of this shard, filtered by state names (ListGroups v4+, case-insensitive)
-    /// and types (v5+: only `classic` groups exist here).
+    /// and types (v5+: only `classic` groups exist here). A shard that does not serve lists
+    /// nothing and says why: Kafka answers COORDINATOR_LOAD_IN_PROGRESS while a partition of
+    /// `__consumer_offsets` loads (GroupCoordinator.handleListGroups), so that clients retry
+    /// rather than take a partial list for the whole.
     pub fn list_groups(&mut self, token: Token, states: &[String], types: &[String]) {
         let classic_wanted =
             types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("classic"));
-        let out = if self.status != ShardStatus::Active || !classic_wanted {
+        let unavailable = self.unavailable();
+        let groups = if unavailable.is_some() || !classic_wanted {
             Vec::new()
         } else {
             self.groups
@@ -1459,7 +1467,12 @@ impl GroupShard {
                 })
                 .collect()
         };
-        self.answer(token, Answer::ListGroups(out));
+        let answer = ListGroupsResponse {
+            error_code: unavailable.map_or(0, ErrorCode::code),
+            groups,
+            ..Default::default()
+        };
+        self.answer(token, Answer::ListGroups(answer));
     }
 
     // ---- DeleteGroups, OffsetDelete -----------------------------------------------------

@@ -1,6 +1,8 @@
 //! ListGroups (key 16): every group this node coordinates, filtered by state (v4+) and type
-//! (v5+). A broker without `__consumer_offsets` has no groups. The rules are the
-//! coordinator's (`coordinator::shard`).
+//! (v5+). A broker without `__consumer_offsets` has no groups. While a partition of it loads
+//! the answer is COORDINATOR_LOAD_IN_PROGRESS with the groups of the others, as in Kafka; a
+//! partition another node coordinates is skipped (Kafka 4's GroupCoordinatorService drops
+//! NOT_COORDINATOR parts). The rules are the coordinator's (`coordinator::shard`).
 
 use std::sync::Arc;
 
@@ -33,16 +35,23 @@ pub async fn start(
                 return response;
             };
             for rx in parts {
-                let listed = await_answer(
+                let part = await_answer(
                     Ok(rx),
-                    |_code: ErrorCode| Vec::new(),
+                    |code: ErrorCode| ListGroupsResponse {
+                        error_code: code.code(),
+                        ..Default::default()
+                    },
                     |a| match a {
                         Answer::ListGroups(r) => Some(r),
                         _ => None,
                     },
                 )
                 .await;
-                response.groups.extend(listed);
+                let skipped = part.error_code == ErrorCode::NOT_COORDINATOR.code();
+                if response.error_code == 0 && !skipped {
+                    response.error_code = part.error_code;
+                }
+                response.groups.extend(part.groups);
             }
             response
         },
