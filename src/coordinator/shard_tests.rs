@@ -110,7 +110,6 @@ impl Harness {
                 .map(|p| JoinGroupRequestProtocol {
                     name: p.to_string(),
                     metadata: subscription(&["t"]),
-                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()
@@ -144,7 +143,6 @@ impl Harness {
                 .map(|(m, a)| SyncGroupRequestAssignment {
                     member_id: m.to_string(),
                     assignment: Bytes::copy_from_slice(a),
-                    ..Default::default()
                 })
                 .collect(),
             ..Default::default()
@@ -190,9 +188,7 @@ impl Harness {
                     committed_offset: Offset(offset),
                     committed_leader_epoch: LeaderEpoch(-1),
                     committed_metadata: Some(metadata.into()),
-                    ..Default::default()
                 }],
-                ..Default::default()
             }],
             ..Default::default()
         };
@@ -408,7 +404,7 @@ fn an_expired_member_is_removed_and_the_generation_bumped() {
         let _ = h.heartbeat(&leader, 1);
     }
     assert_eq!(h.state(), GroupState::PreparingRebalance);
-    assert!(h.shard.group("g").unwrap().members.get(&follower).is_none());
+    assert!(!h.shard.group("g").unwrap().members.contains_key(&follower));
     let rejoin = h.join(5, &leader, None, &["range"]);
     let answer = h.join_answer(rejoin).unwrap();
     assert_eq!(answer.generation_id, 2);
@@ -527,7 +523,6 @@ fn a_static_member_restarted_within_its_session_keeps_its_assignment_without_a_r
             generation_id: 1,
             member_id: follower,
             group_instance_id: Some(follower_instance),
-            ..Default::default()
         },
     );
     h.pump();
@@ -579,7 +574,6 @@ fn joins_with_bad_settings_are_refused() {
             protocols: vec![JoinGroupRequestProtocol {
                 name: "other".into(),
                 metadata: Bytes::new(),
-                ..Default::default()
             }],
             ..Default::default()
         },
@@ -621,13 +615,8 @@ fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
             group_id: "g".into(),
             topics: vec![OffsetDeleteRequestTopic {
                 name: "t".into(),
-                partitions: vec![OffsetDeleteRequestPartition {
-                    partition_index: 0,
-                    ..Default::default()
-                }],
-                ..Default::default()
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 0 }],
             }],
-            ..Default::default()
         },
     );
     h.pump();
