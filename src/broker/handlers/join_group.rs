@@ -41,11 +41,18 @@ pub async fn start(
         JoinGroupRequest::API_KEY,
         version,
         async move {
-            await_answer(rx, fail, |a| match a {
+            let mut response = await_answer(rx, fail, |a| match a {
                 Answer::JoinGroup(r) => Some(r),
                 _ => None,
             })
-            .await
+            .await;
+            // KIP-814's skip_assignment exists from v9. An older static leader that rejoins
+            // a stable group gets the members without it, as from Kafka: it runs its
+            // assignor, and the SyncGroup of a stable group answers the assignment in force.
+            if version < 9 {
+                response.skip_assignment = false;
+            }
+            response
         },
     )
 }
