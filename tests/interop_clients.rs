@@ -11,6 +11,16 @@
 //! | `aiokafka_round_trip` | aiokafka 0.14 | the same |
 //! | `kafkajs_produce_admin` | kafkajs 2.2.4 | none/gzip: admin create/metadata/offsets/delete, produce offsets |
 //! | `kafka_python_idempotent_producer_across_sigkill` | kafka-python 3.0 | every ack stored exactly once, in order, across a SIGKILL restart |
+//! | `groups_confluent_kafka` | confluent-kafka 2.16 | groups: share, SIGKILL takeover, resume at commits after a broker SIGKILL, two groups; cooperative-sticky; static membership; admin group APIs |
+//! | `groups_kafka_python` | kafka-python 3.0 | the same |
+//! | `groups_aiokafka` | aiokafka 0.14 | groups: share, SIGKILL takeover, resume at commits after a broker SIGKILL, two groups |
+//! | `groups_kafkajs` | kafkajs 2.2.4 | the same |
+//!
+//! The `groups_*` tests run tests/interop/groups_coordinator.py (its docstring lists each
+//! scenario's checks) against a broker with `group.initial.rebalance.delay.ms=100`: it
+//! starts the client's members as separate processes (session timeout 6000 ms, heartbeat
+//! 1000 ms), produces with confluent-kafka, and asks this file for the broker's SIGKILL and
+//! restart through the same file handshake as the idempotent-producer test.
 //!
 //! The four round trips also check DescribeConfigs, (Incremental)AlterConfigs and
 //! CreatePartitions through each client (`SAMSA_INTEROP_CONFIG_APIS=1`, which the scripts
@@ -47,6 +57,10 @@ const OUTPUT_SHOWN_BYTES_MAX: usize = 48 * 1024;
 /// The restart handshake of kafka_python_idempotent_restart.py (see its docstring).
 const RESTART_REQUEST_FILE: &str = "restart-requested";
 const RESTART_DONE_FILE: &str = "restarted";
+
+/// The broker setting of the group tests: low, so three members joining one by one settle
+/// in seconds (Kafka's default is 3000 ms).
+const GROUP_INITIAL_REBALANCE_DELAY_MS: &str = "100";
 
 fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
@@ -285,14 +299,29 @@ fn kafka_python_idempotent_producer_across_sigkill() {
         return;
     };
     let mut broker = BrokerProcess::start();
-    let handshake = broker.dir().join("restart-handshake");
-    std::fs::create_dir(&handshake).expect("create the handshake directory");
-    let (child, out_path, command) = spawn_script(
-        &broker,
+    run_with_one_restart(
+        &mut broker,
         &python,
         "kafka_python_idempotent_restart.py",
-        &[("SAMSA_RESTART_DIR", handshake.display().to_string())],
+        Vec::new(),
     );
+    broker.assert_alive("the idempotent producer script");
+}
+
+/// Runs `script` with a restart handshake directory in SAMSA_RESTART_DIR: when the script
+/// creates `RESTART_REQUEST_FILE` there, the broker is killed with SIGKILL and restarted on
+/// the same data directory and port, then `RESTART_DONE_FILE` tells the script it is back.
+/// Asserts that the script passed and asked for exactly one restart.
+fn run_with_one_restart(
+    broker: &mut BrokerProcess,
+    interpreter: &Path,
+    script: &str,
+    mut env: Vec<(&str, String)>,
+) {
+    let handshake = broker.dir().join("restart-handshake");
+    std::fs::create_dir(&handshake).expect("create the handshake directory");
+    env.push(("SAMSA_RESTART_DIR", handshake.display().to_string()));
+    let (child, out_path, command) = spawn_script(broker, interpreter, script, &env);
     let mut restarts = 0;
     let run = wait_script(child, &out_path, command, || {
         if restarts == 0 && handshake.join(RESTART_REQUEST_FILE).exists() {
@@ -307,8 +336,71 @@ fn kafka_python_idempotent_producer_across_sigkill() {
     assert_script_passed(&run);
     assert_eq!(
         restarts, 1,
-        "the script passed without asking for the restart; its output:\n{}",
+        "{script} passed without asking for the restart; its output:\n{}",
         run.output
     );
-    broker.assert_alive("the idempotent producer script");
+}
+
+/// The group scenarios of groups_coordinator.py for one client (see its docstring): a
+/// broker with a 100 ms initial rebalance delay, members as separate processes, a SIGKILL
+/// restart of the broker in the middle. `extra` turns on the scenarios only some clients
+/// have (cooperative-sticky, static membership, the admin group APIs).
+fn run_groups(interpreter: &Path, client: &str, extra: &[&str]) {
+    let mut broker = BrokerProcess::start_with(&[(
+        "group.initial.rebalance.delay.ms",
+        GROUP_INITIAL_REBALANCE_DELAY_MS,
+    )]);
+    let mut env = vec![
+        ("SAMSA_GROUPS_CLIENT", client.to_string()),
+        ("SAMSA_NODE", node().display().to_string()),
+    ];
+    env.extend(extra.iter().map(|k| (*k, "1".to_string())));
+    run_with_one_restart(&mut broker, interpreter, "groups_coordinator.py", env);
+    broker.assert_alive("the group scenarios");
+}
+
+/// The scenarios only confluent-kafka and kafka-python run: kafkajs has neither cooperative
+/// rebalancing nor static membership, and aiokafka's admin client can neither alter a
+/// group's offsets nor delete a group (kafkajs's admin group APIs are not covered yet).
+const GROUPS_EXTRA: [&str; 3] = [
+    "SAMSA_GROUPS_COOPERATIVE",
+    "SAMSA_GROUPS_STATIC",
+    "SAMSA_GROUPS_ADMIN",
+];
+
+#[test]
+fn groups_confluent_kafka() {
+    let Some(python) = python_or_skip("groups_confluent_kafka", "import confluent_kafka") else {
+        return;
+    };
+    run_groups(&python, "confluent-kafka", &GROUPS_EXTRA);
+}
+
+#[test]
+fn groups_kafka_python() {
+    let Some(python) = python_or_skip("groups_kafka_python", "import confluent_kafka, kafka")
+    else {
+        return;
+    };
+    run_groups(&python, "kafka-python", &GROUPS_EXTRA);
+}
+
+#[test]
+fn groups_aiokafka() {
+    let Some(python) = python_or_skip("groups_aiokafka", "import confluent_kafka, aiokafka") else {
+        return;
+    };
+    run_groups(&python, "aiokafka", &[]);
+}
+
+/// kafkajs members, driven by the Python coordinator (which produces with confluent-kafka).
+#[test]
+fn groups_kafkajs() {
+    let (Some(python), Some(_)) = (
+        python_or_skip("groups_kafkajs", "import confluent_kafka"),
+        node_or_skip("groups_kafkajs"),
+    ) else {
+        return;
+    };
+    run_groups(&python, "kafkajs", &[]);
 }

@@ -12,7 +12,10 @@ writes one JSON object per line to stdout:
   {"ev": "committed", "offsets": {partition: next offset}}      after a synchronous commit
   {"ev": "commit_failed", "error": ...}                  a commit the client refused
   {"ev": "closed"}                                       after a clean close
-A line "stop" on stdin makes the member close its consumer (LeaveGroup, unless static) and
+  {"ev": "held"}                                         waiting for "start" (see below)
+With "hold": true in its configuration a member waits for a line "start" on stdin before it
+creates its consumer, so a restart can be timed without the interpreter's start-up. A line
+"stop" on stdin makes the member close its consumer (LeaveGroup, unless static) and
 exit 0. Anything else a client logs goes to stderr.
 """
 
@@ -34,7 +37,13 @@ def config():
     if not raw:
         print("SAMSA_GROUP_MEMBER is not set (the member's JSON configuration)", file=sys.stderr)
         sys.exit(2)
-    return json.loads(raw)
+    cfg = json.loads(raw)
+    if cfg.get("hold"):
+        emit("held")
+        for line in sys.stdin:
+            if line.strip() == "start":
+                break
+    return cfg
 
 
 def emit(ev, **fields):
