@@ -34,6 +34,7 @@ use crate::coordinator::group::{
 use crate::coordinator::records::{
     CoordinatorKey, GroupMetadataValue, MemberMetadata, OffsetCommitValue, RecordsError,
 };
+use crate::protocol::acl::{self, ResourceType};
 use crate::protocol::delete_groups::DeletableGroupResult;
 use crate::protocol::describe_groups::{DescribedGroup, DescribedGroupMember};
 use crate::protocol::error::ErrorCode;
@@ -571,6 +572,25 @@ impl GroupShard {
                 fail(ErrorCode::INCONSISTENT_GROUP_PROTOCOL, &request.member_id),
             );
         }
+        if !accept_joining_member(group, &request.member_id, self.config.max_size) {
+            // Kafka's classicGroupJoin: a refused known member (the size limit may have been
+            // lowered) leaves the group, so the last members to rejoin are the ones cut.
+            // A refused pending id is dropped too, or the join would wait for it to expire.
+            // The answer carries no member id, as Kafka's (UNKNOWN_MEMBER_ID, the empty id).
+            let member_id = request.member_id.clone();
+            let group_id = request.group_id.clone();
+            let known = group.members.contains_key(&member_id);
+            let was_pending = group.pending_members.remove(&member_id).is_some();
+            let preparing = group.is(GroupState::PreparingRebalance);
+            self.answer(token, fail(ErrorCode::GROUP_MAX_SIZE_REACHED, ""));
+            if known {
+                let code = ErrorCode::GROUP_MAX_SIZE_REACHED;
+                self.remove_member(now_ms, &group_id, &member_id, code);
+            } else if was_pending && preparing {
+                self.try_complete_join(now_ms, &group_id);
+            }
+            return;
+        }
         // Version 0 has no rebalance timeout: it is the session timeout.
         let rebalance_timeout_ms = if version == 0 || request.rebalance_timeout_ms < 0 {
             request.session_timeout_ms
@@ -620,21 +640,11 @@ impl GroupShard {
         // A static member that is known: the new instance replaces the old (KIP-345).
         if let Some(instance) = member.group_instance_id.clone() {
             if let Some(old_id) = group.static_member(&instance).cloned() {
-                return self.replace_static_member(now_ms, token, group_id, &old_id, member);
+                return self
+                    .replace_static_member(now_ms, token, version, group_id, &old_id, member);
             }
         } else if version >= 4 {
             // KIP-394: a dynamic member must join again with the id it is handed.
-            if group.members.len() + group.pending_members.len()
-                >= usize::try_from(self.config.max_size).unwrap_or(usize::MAX)
-            {
-                return self.answer(
-                    token,
-                    Answer::JoinGroup(JoinGroupResponse {
-                        error_code: ErrorCode::GROUP_MAX_SIZE_REACHED.code(),
-                        ..Default::default()
-                    }),
-                );
-            }
             group.pending_members.insert(
                 new_member_id.clone(),
                 now_ms + i64::from(member.session_timeout_ms),
@@ -648,7 +658,7 @@ impl GroupShard {
                 }),
             );
         }
-        self.add_member_and_rebalance(now_ms, token, group_id, member);
+        self.add_member_and_rebalance(now_ms, group_id, member);
     }
 
     fn join_known_member(&mut self, now_ms: i64, token: Token, group_id: &str, member: Member) {
@@ -663,7 +673,7 @@ impl GroupShard {
             })
         };
         if group.pending_members.contains_key(&member.member_id) {
-            return self.add_member_and_rebalance(now_ms, token, group_id, member);
+            return self.add_member_and_rebalance(now_ms, group_id, member);
         }
         let member_id = member.member_id.clone();
         if group.is_fenced(&member_id, member.group_instance_id.as_deref()) {
@@ -711,28 +721,11 @@ impl GroupShard {
         }
     }
 
-    fn add_member_and_rebalance(
-        &mut self,
-        now_ms: i64,
-        token: Token,
-        group_id: &str,
-        member: Member,
-    ) {
-        let max = usize::try_from(self.config.max_size).unwrap_or(usize::MAX);
+    /// Adds a member (its JoinGroup answer waits in `member.awaiting_join`) and rebalances.
+    fn add_member_and_rebalance(&mut self, now_ms: i64, group_id: &str, member: Member) {
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
-        if group.members.len() >= max {
-            group.pending_members.remove(&member.member_id);
-            return self.answer(
-                token,
-                Answer::JoinGroup(JoinGroupResponse {
-                    error_code: ErrorCode::GROUP_MAX_SIZE_REACHED.code(),
-                    member_id: member.member_id,
-                    ..Default::default()
-                }),
-            );
-        }
         if group.is(GroupState::PreparingRebalance) {
             group.new_member_added = true;
         }
@@ -747,6 +740,7 @@ impl GroupShard {
         &mut self,
         now_ms: i64,
         token: Token,
+        version: i16,
         group_id: &str,
         old_id: &str,
         mut member: Member,
@@ -799,7 +793,19 @@ impl GroupShard {
                     m.is_new = false;
                 }
                 let is_leader = group.leader.as_deref() == Some(new_id.as_str());
-                let answer = join_answer(group, &new_id, is_leader);
+                let skips = version >= JOIN_SKIP_ASSIGNMENT_VERSION_MIN;
+                let mut answer = join_answer(group, &new_id, is_leader && skips);
+                if !skips {
+                    // Before KIP-814 (v9) a client cannot be told to skip its assignment, and
+                    // what a leader assigns to a stable group is not sent to anyone. Kafka
+                    // answers such a member with no members and the leader id from before
+                    // the replacement, so a returning leader sees it is not named and acts
+                    // as a follower: no trivial assignment, no metadata-change rejoin.
+                    answer.members.clear();
+                    if was_leader {
+                        answer.leader = old_id.to_string();
+                    }
+                }
                 self.write_group(group_id);
                 self.answer(token, Answer::JoinGroup(answer));
             }
@@ -1382,7 +1388,7 @@ impl GroupShard {
                 ..Default::default()
             };
             if include_authorized_operations {
-                described.authorized_operations = GROUP_AUTHORIZED_OPERATIONS;
+                described.authorized_operations = acl::authorized_operations(ResourceType::Group);
             }
             if let Some(code) = unavailable {
                 described.error_code = code.code();
@@ -1686,9 +1692,34 @@ impl GroupShard {
     }
 }
 
-/// The group authorized-operations bitfield Kafka reports without an authorizer: READ (3),
-/// DELETE (6), DESCRIBE (8) (`AclEntry.supportedOperations(GROUP)`).
-pub const GROUP_AUTHORIZED_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+/// Whether `group.max.size` lets `member_id` join (Kafka's `acceptJoiningMember`): always
+/// while the group is Empty or Dead; while PreparingRebalance, a member already waiting in
+/// the join, or anyone while fewer than `max_size` members wait (the count of waiting members,
+/// not the group's size, which may exceed a lowered limit); while CompletingRebalance or
+/// Stable, a known member, or anyone while the group has fewer than `max_size` members.
+/// Member ids handed out but not used yet (KIP-394) do not count, so clients that never come
+/// back cannot keep real members out.
+fn accept_joining_member(group: &ClassicGroup, member_id: &str, max_size: i32) -> bool {
+    let max = usize::try_from(max_size).unwrap_or(0);
+    match group.state {
+        GroupState::Empty | GroupState::Dead => true,
+        GroupState::PreparingRebalance => {
+            let awaiting = group
+                .members
+                .get(member_id)
+                .is_some_and(|m| m.awaiting_join.is_some());
+            let awaiting_count = group
+                .members
+                .values()
+                .filter(|m| m.awaiting_join.is_some())
+                .count();
+            awaiting || awaiting_count < max
+        }
+        GroupState::CompletingRebalance | GroupState::Stable => {
+            group.members.contains_key(member_id) || group.members.len() < max
+        }
+    }
+}
 
 /// OffsetCommit's generation and member checks (Kafka's classic `validateOffsetCommit`).
 fn validate_commit(
@@ -1750,6 +1781,9 @@ fn sync_answer(names: &(Option<String>, Option<String>), assignment: Bytes) -> A
         ..Default::default()
     })
 }
+
+/// The first JoinGroup version with KIP-814's `skip_assignment`.
+pub const JOIN_SKIP_ASSIGNMENT_VERSION_MIN: i16 = 9;
 
 /// The join answer of `member_id` in the current generation; `skip_assignment` for a static
 /// leader that rejoined a stable group (KIP-814).

@@ -602,6 +602,34 @@ fn the_group_max_size_is_enforced() {
     );
 }
 
+/// Kafka's `acceptJoiningMember`: member ids handed out but never used (KIP-394) do not
+/// count toward `group.max.size`, so clients that never rejoin cannot keep a real member
+/// out; the limit bites when the second member rejoins with its id.
+#[test]
+fn pending_member_ids_do_not_count_toward_the_group_max_size() {
+    let config = GroupConfig {
+        max_size: 1,
+        ..Default::default()
+    };
+    let mut h = Harness::with(config, CoordinatorBugs::default());
+    let a = h.join(5, "", None, &["range"]);
+    let a_id = h.join_answer(a).unwrap().member_id;
+    let b = h.join(5, "", None, &["range"]);
+    let b_answer = h.join_answer(b).unwrap();
+    assert_eq!(b_answer.error_code, ErrorCode::MEMBER_ID_REQUIRED.code());
+    let _ = h.join(5, &a_id, None, &["range"]);
+    let b = h.join(5, &b_answer.member_id, None, &["range"]);
+    assert_eq!(
+        h.join_answer(b).unwrap().error_code,
+        ErrorCode::GROUP_MAX_SIZE_REACHED.code()
+    );
+    // The refused id is forgotten, so the join need not wait for it to expire.
+    let group = h.shard.group("g").unwrap();
+    assert_eq!(group.members.len(), 1);
+    assert!(group.members.contains_key(&a_id));
+    assert!(group.pending_members.is_empty());
+}
+
 #[test]
 fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
     let mut h = Harness::new();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::broker::handlers::{await_answer, later, Caller, Reply};
 use crate::broker::Broker;
-use crate::coordinator::shard::{Answer, ClientContext};
+use crate::coordinator::shard::{Answer, ClientContext, JOIN_SKIP_ASSIGNMENT_VERSION_MIN};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::join_group::{JoinGroupRequest, JoinGroupResponse};
 
@@ -41,17 +41,17 @@ pub async fn start(
         JoinGroupRequest::API_KEY,
         version,
         async move {
-            let mut response = await_answer(rx, fail, |a| match a {
+            let response = await_answer(rx, fail, |a| match a {
                 Answer::JoinGroup(r) => Some(r),
                 _ => None,
             })
             .await;
-            // KIP-814's skip_assignment exists from v9. An older static leader that rejoins
-            // a stable group gets the members without it, as from Kafka: it runs its
-            // assignor, and the SyncGroup of a stable group answers the assignment in force.
-            if version < 9 {
-                response.skip_assignment = false;
-            }
+            // The shard sets skip_assignment only from v9, the first version that has it
+            // (an older returning static leader is answered as Kafka answers it).
+            assert!(
+                version >= JOIN_SKIP_ASSIGNMENT_VERSION_MIN || !response.skip_assignment,
+                "skip_assignment in a JoinGroup v{version} answer"
+            );
             response
         },
     )
