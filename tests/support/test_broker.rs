@@ -1,6 +1,6 @@
 //! A broker serving real TCP on an ephemeral port, and a connection speaking Samsa's own
 //! codec, for integration tests that need the whole request path (framing, handlers, the
-//! connection's write loop). Shared by `tests/broker_api.rs` and `tests/fetch_zero_copy.rs`.
+//! connection's write loop). Shared by `tests/broker/api.rs` and `tests/broker/fetch_zero_copy.rs`.
 
 #![allow(dead_code)]
 

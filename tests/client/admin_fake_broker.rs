@@ -35,7 +35,7 @@ use samsa::protocol::metadata::{MetadataRequest, MetadataResponse, MetadataRespo
 use samsa::protocol::types::NodeId;
 use samsa::protocol::wire::Uuid;
 
-#[path = "support/fake_broker.rs"]
+#[path = "../support/fake_broker.rs"]
 mod fake_broker;
 
 use fake_broker::encode;

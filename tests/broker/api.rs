@@ -24,10 +24,9 @@ use samsa::protocol::produce::{
 use samsa::protocol::record_batch::{self, BatchBuilder};
 use samsa::protocol::types::{NodeId, Offset};
 
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
-#[path = "broker_api/groups.rs"]
 mod groups;
 
 use test_broker::{topic, Conn, TestBroker};

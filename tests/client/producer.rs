@@ -14,7 +14,7 @@ use samsa::client::{
 };
 use samsa::protocol::record_batch::Compression;
 
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
 use test_broker::TestBroker;

@@ -2,14 +2,14 @@
 //!
 //! tests/fixtures/clients/<client>-<nn>-<api>-v<version>.hex hold request frames (without the
 //! size prefix) that kcat 1.7.1 (librdkafka 2.0.2) and the `rdkafka` crate (librdkafka 2.12)
-//! sent to a Samsa broker, captured by tests/capture_client_fixtures.rs. Each must parse with
+//! sent to a Samsa broker, captured by tests/codec/capture_client_fixtures.rs. Each must parse with
 //! `frame::parse_request` as the API and version its name says, its body must decode with
 //! that API's request decoder, and header plus body must
 //! re-encode to exactly the captured bytes (less any bytes after the body that
 //! `KNOWN_TRAILING_BYTES` lists for that client's API and version). A client's encoding that the codec reads
 //! differently, or a field it drops, shows up here without a broker.
 
-#[path = "support/request_codec.rs"]
+#[path = "../support/request_codec.rs"]
 mod request_codec;
 
 use bytes::Bytes;
@@ -138,7 +138,7 @@ fn every_client_has_fixtures_for_the_round_trip_apis() {
         for api in REQUIRED_APIS {
             assert!(
                 fixtures.iter().any(|f| f.client == client && f.api == api),
-                "no {client} fixture for {api} in {} (regenerate: cargo test --test capture_client_fixtures -- --ignored)",
+                "no {client} fixture for {api} in {} (regenerate: cargo test --test codec -- capture_client_fixtures:: --ignored)",
                 fixtures_dir().display()
             );
         }

@@ -26,13 +26,11 @@ use samsa::protocol::offset_for_leader_epoch::*;
 use samsa::protocol::vote::*;
 use samsa::protocol::wire::{DecodeError, DecodeErrorKind};
 
-#[path = "support/strategies_replication.rs"]
+#[path = "../support/strategies_replication.rs"]
 mod strategies;
 use strategies::{encoded, Msg};
 
-#[path = "support/fuzz_support.rs"]
-mod fuzz_support;
-use fuzz_support::{
+use super::fuzz_support::{
     allocation_max, decode_everything, dense_minimal_elements_stay_within_bound, mutate, mutation,
     peak_allocated, DecoderEntry,
 };

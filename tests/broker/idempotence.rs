@@ -11,13 +11,13 @@
 // Tests damage and remove files behind the broker's back with std::fs.
 #![allow(clippy::disallowed_methods)]
 
-#[path = "support/broker_process.rs"]
+#[path = "../support/broker_process.rs"]
 mod broker_process;
-#[path = "support/kafka_wire.rs"]
+#[path = "../support/kafka_wire.rs"]
 mod kafka_wire;
-#[path = "support/rdkafka_support.rs"]
+#[path = "../support/rdkafka_support.rs"]
 mod rdkafka_support;
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
 use std::collections::BTreeMap;

@@ -11,9 +11,9 @@
 //! `sim` feature.
 #![cfg(not(feature = "sim"))]
 
-#[path = "support/broker_process.rs"]
+#[path = "../support/broker_process.rs"]
 mod broker_process;
-#[path = "support/kafka_wire.rs"]
+#[path = "../support/kafka_wire.rs"]
 mod kafka_wire;
 
 use broker_process::BrokerProcess;

@@ -33,11 +33,11 @@ use samsa::protocol::vote::*;
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{api_info, request_header_version, response_header_version};
 
-#[path = "support/strategies_replication.rs"]
+#[path = "../support/strategies_replication.rs"]
 mod strategies;
 use strategies::{versioned, Msg};
 
-#[path = "support/differential_support.rs"]
+#[path = "../support/differential_support.rs"]
 mod differential_support;
 use differential_support::{differential, kafka_default_roundtrip, samsa_bytes};
 

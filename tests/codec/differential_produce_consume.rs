@@ -22,11 +22,11 @@ use samsa::protocol::{
 };
 use samsa::protocol::{request_header_version, response_header_version};
 
-#[path = "support/strategies_produce_consume.rs"]
+#[path = "../support/strategies_produce_consume.rs"]
 mod strategies;
 use strategies::Msg;
 
-#[path = "support/differential_support.rs"]
+#[path = "../support/differential_support.rs"]
 mod differential_support;
 use differential_support::{differential_cases, kafka_default_roundtrip, samsa_bytes};
 

@@ -26,10 +26,10 @@ use samsa::protocol::list_offsets::{
 use samsa::protocol::record_batch::{self, BatchBuilder};
 use samsa::protocol::types::{NodeId, Offset};
 
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
-#[path = "support/rdkafka_support.rs"]
+#[path = "../support/rdkafka_support.rs"]
 mod rdkafka_support;
 
 use test_broker::{create, produce, topic, Conn, TestBroker};

@@ -20,7 +20,7 @@ use samsa::protocol::produce::{
 use samsa::protocol::record_batch::BatchHeader;
 use samsa::protocol::types::{Offset, ProducerEpoch, ProducerId};
 
-#[path = "support/fake_broker.rs"]
+#[path = "../support/fake_broker.rs"]
 mod fake_broker;
 
 use fake_broker::{api_versions, encode};

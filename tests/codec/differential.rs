@@ -22,11 +22,11 @@ use samsa::protocol::metadata::*;
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{request_header_version, response_header_version};
 
-#[path = "support/codec_strategies.rs"]
+#[path = "../support/codec_strategies.rs"]
 mod strategies;
 use strategies::{versioned, Msg};
 
-#[path = "support/differential_support.rs"]
+#[path = "../support/differential_support.rs"]
 mod differential_support;
 use differential_support::{
     differential, kafka_default_bytes, kafka_default_roundtrip, samsa_bytes,

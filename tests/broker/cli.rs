@@ -4,10 +4,10 @@
 //!
 //! The tests marked `needs broker admin APIs` exercise CreatePartitions, DescribeConfigs and
 //! IncrementalAlterConfigs, which the broker gains on the wip-admin branch; run them with
-//! `cargo test --test cli -- --ignored` once it is merged.
+//! `cargo test --test broker -- cli:: --ignored` once it is merged.
 #![cfg(not(feature = "sim"))]
 
-#[path = "support/broker_process.rs"]
+#[path = "../support/broker_process.rs"]
 mod broker_process;
 
 use std::io::{Read, Write};

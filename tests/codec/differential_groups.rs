@@ -29,11 +29,11 @@ use samsa::protocol::sync_group::*;
 use samsa::protocol::wire::{DecodeErrorKind, EncodeErrorKind, Uuid};
 use samsa::protocol::{api_info, request_header_version, response_header_version};
 
-#[path = "support/strategies_groups.rs"]
+#[path = "../support/strategies_groups.rs"]
 mod strategies;
 use strategies::Msg;
 
-#[path = "support/differential_support.rs"]
+#[path = "../support/differential_support.rs"]
 mod differential_support;
 use differential_support::{differential_cases, kafka_default_roundtrip, samsa_bytes};
 

@@ -1,22 +1,22 @@
 //! Regenerates the client request fixtures in tests/fixtures/clients: runs kcat and librdkafka
 //! (the `rdkafka` crate) against a real broker through a recording proxy and writes the first
 //! request frame of each (API, version) each client sent, as
-//! `<client>-<nn>-<api>-v<version>.hex`. tests/codec_client_fixtures.rs decodes them.
+//! `<client>-<nn>-<api>-v<version>.hex`. tests/codec/client_fixtures.rs decodes them.
 //!
 //! Not part of the normal run (it rewrites files in the source tree):
-//! `cargo test --test capture_client_fixtures -- --ignored`, then review and commit the diff.
+//! `cargo test --test codec -- capture_client_fixtures:: --ignored`, then review and commit the diff.
 //! kcat is required when it runs.
 #![cfg(not(feature = "sim"))]
 
-#[path = "support/broker_process.rs"]
+#[path = "../support/broker_process.rs"]
 mod broker_process;
-#[path = "support/capture_proxy.rs"]
+#[path = "../support/capture_proxy.rs"]
 mod capture_proxy;
-#[path = "support/kcat.rs"]
+#[path = "../support/kcat.rs"]
 mod kcat;
-#[path = "support/rdkafka_support.rs"]
+#[path = "../support/rdkafka_support.rs"]
 mod rdkafka_support;
-#[path = "support/request_codec.rs"]
+#[path = "../support/request_codec.rs"]
 mod request_codec;
 
 use broker_process::BrokerProcess;
@@ -96,7 +96,7 @@ fn write_fixtures(client: &str, describe: &str, frames: &[(String, CapturedFrame
              # captured from: {flow}\n\
              # codec check when captured: {}\n\
              # the request frame without its size prefix; regenerate with\n\
-             # cargo test --test capture_client_fixtures -- --ignored\n",
+             # cargo test --test codec -- capture_client_fixtures:: --ignored\n",
             f.connection,
             match &check {
                 Ok(0) => "ok".to_string(),

@@ -17,13 +17,11 @@ use samsa::protocol::{
     list_offsets as lo, produce as p,
 };
 
-#[path = "support/strategies_produce_consume.rs"]
+#[path = "../support/strategies_produce_consume.rs"]
 mod strategies;
 use strategies::{encoded, Msg};
 
-#[path = "support/fuzz_support.rs"]
-mod fuzz_support;
-use fuzz_support::{
+use super::fuzz_support::{
     decode_everything, dense_minimal_elements_stay_within_bound, mutate, mutation, DecoderEntry,
 };
 

@@ -51,7 +51,7 @@ use samsa::protocol::sync_group::{
 use samsa::protocol::types::{LeaderEpoch, NodeId, Offset};
 use samsa::rt::time::now;
 
-use crate::test_broker::{self, topic, Conn, TestBroker};
+use super::test_broker::{self, topic, Conn, TestBroker};
 
 /// The longest any one answer may take (a rebalance's answers included).
 const WAIT: Duration = Duration::from_secs(10);
@@ -719,7 +719,13 @@ async fn a_new_member_gets_its_id_joins_syncs_and_is_described_while_stable() {
         (g.protocol_type.as_str(), g.protocol_data.as_str()),
         ("consumer", "range")
     );
-    assert_eq!(g.authorized_operations, (1 << 3) | (1 << 6) | (1 << 8));
+    // Without an authorizer, every operation a group supports: READ (3), DELETE (6),
+    // DESCRIBE (8), DESCRIBE_CONFIGS (10), ALTER_CONFIGS (11), as Kafka's
+    // `AclEntry.supportedOperations(GROUP)`.
+    assert_eq!(
+        g.authorized_operations,
+        (1 << 3) | (1 << 6) | (1 << 8) | (1 << 10) | (1 << 11)
+    );
     assert_eq!(g.members.len(), 1);
     let m = &g.members[0];
     assert_eq!(m.member_id, id);
@@ -1188,6 +1194,27 @@ async fn a_static_member_is_replaced_without_a_rebalance_and_the_old_instance_is
         ..commit_request("g", 1, &new_id, &[("t", 0, 3, "")])
     };
     assert_eq!(commit_codes(&mut conn, 9, &current).await, [0]);
+    // Before v9 there is no skip_assignment: as Kafka, the returning leader gets no members
+    // and the leader id from before its replacement, so it acts as a follower and asks for
+    // the assignment in force.
+    let old_client: JoinGroupResponse = call(
+        &mut conn,
+        5,
+        &join_request("g", "", Some("i1"), &["range"], &["t"]),
+    )
+    .await;
+    assert_eq!((old_client.error_code, old_client.generation_id), (0, 1));
+    assert_ne!(old_client.member_id, new_id);
+    assert_eq!(old_client.leader, new_id);
+    assert!(old_client.members.is_empty());
+    assert!(!old_client.skip_assignment);
+    let kept: SyncGroupResponse = call(
+        &mut conn,
+        5,
+        &as_i1(sync_request("g", 1, &old_client.member_id, &[])),
+    )
+    .await;
+    assert_eq!((kept.error_code, &kept.assignment[..]), (0, &b"kept"[..]));
     // LeaveGroup v3+ answers each member of its batch: the old id is fenced, an unknown one
     // is unknown, and the instance leaves by its instance id alone.
     for version in [3, 5] {

@@ -11,7 +11,7 @@
 
 #![cfg(not(feature = "sim"))]
 
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
 use bytes::{Bytes, BytesMut};

@@ -13,9 +13,9 @@
 //! `sim` feature.
 #![cfg(not(feature = "sim"))]
 
-#[path = "support/broker_process.rs"]
+#[path = "../support/broker_process.rs"]
 mod broker_process;
-#[path = "support/rdkafka_support.rs"]
+#[path = "../support/rdkafka_support.rs"]
 mod rdkafka_support;
 
 use broker_process::BrokerProcess;

@@ -36,7 +36,7 @@ use samsa::protocol::metadata::{MetadataRequest, MetadataRequestTopic, MetadataR
 use samsa::protocol::record_batch::{self, BatchBuilder, Compression};
 use samsa::protocol::types::{NodeId, Offset};
 
-#[path = "support/test_broker.rs"]
+#[path = "../support/test_broker.rs"]
 mod test_broker;
 
 use test_broker::{create, produce, topic, Conn, TestBroker};

@@ -16,13 +16,11 @@ use samsa::protocol::header::*;
 use samsa::protocol::metadata::*;
 use samsa::protocol::wire::{DecodeError, DecodeErrorKind, Reader};
 
-#[path = "support/codec_strategies.rs"]
+#[path = "../support/codec_strategies.rs"]
 mod strategies;
 use strategies::{encoded, Msg};
 
-#[path = "support/fuzz_support.rs"]
-mod fuzz_support;
-use fuzz_support::{
+use super::fuzz_support::{
     allocation_max, decode_everything, dense_minimal_elements_stay_within_bound, mutate, mutation,
     peak_allocated, DecoderEntry,
 };

@@ -23,13 +23,11 @@ use samsa::protocol::offset_fetch::*;
 use samsa::protocol::sync_group::*;
 use samsa::protocol::wire::{DecodeError, DecodeErrorKind, Reader};
 
-#[path = "support/strategies_groups.rs"]
+#[path = "../support/strategies_groups.rs"]
 mod strategies;
 use strategies::{encoded, Msg};
 
-#[path = "support/fuzz_support.rs"]
-mod fuzz_support;
-use fuzz_support::{
+use super::fuzz_support::{
     allocation_max, decode_everything, dense_minimal_elements_stay_within_bound, mutate, mutation,
     peak_allocated, DecoderEntry,
 };

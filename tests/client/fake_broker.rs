@@ -21,7 +21,7 @@ use samsa::protocol::produce::{
 use samsa::protocol::record_batch::{BatchBuilder, Compression};
 use samsa::protocol::types::Offset;
 
-#[path = "support/fake_broker.rs"]
+#[path = "../support/fake_broker.rs"]
 mod fake_broker;
 
 use fake_broker::{api_versions, encode};

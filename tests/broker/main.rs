@@ -1,0 +1,14 @@
+//! The broker's integration tests, in one test binary (each binary is linked on its own, and
+//! link time grows with every one): the handlers over real TCP with hand-built requests, the
+//! admin APIs, hostile peers, idempotence, retention, SIGKILL, zero-copy fetch and the `samsa`
+//! command-line tools against the real broker process. Run one area with
+//! `cargo test --test broker -- <module>::`, e.g. `cargo test --test broker -- api::groups::`.
+
+mod admin;
+mod api;
+mod cli;
+mod fetch_zero_copy;
+mod hostile;
+mod idempotence;
+mod retention;
+mod sigkill;
