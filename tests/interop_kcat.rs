@@ -1,7 +1,15 @@
 //! kcat (Debian's 1.7.1, linking librdkafka 2.0.2: an older client than the `rdkafka` crate's)
-//! against the real `samsa broker` binary: for every compression codec, keyed records with
-//! headers produced with `-P -K: -H .. -z codec -X acks=all` into an auto-created topic, read
-//! back with `-C -e -o beginning -f ..`, plus `-L` metadata and `-Q` offsets by timestamp.
+//! against the real `samsa broker` binary.
+//!
+//! | test | what it checks |
+//! | --- | --- |
+//! | `kcat_round_trip_{uncompressed,gzip,snappy,lz4,zstd}` | keyed records with headers produced with `-P -K: -H .. -z codec -X acks=all` into an auto-created topic, read back with `-C -e -o beginning -f ..`; stored codecs; `-Q` offsets by timestamp |
+//! | `kcat_lists_metadata` | `-L`: the broker at its listener's address, a topic's partitions and leaders |
+//! | `kcat_group_consumes_every_record` | `-G group topic -e` (balanced consumer) reads every record of a three-partition topic once |
+//! | `kcat_group_resumes_where_the_previous_run_committed` | a `-G` run stopped by `-c` commits as it closes; the next `-G` run of the group resumes exactly there |
+//!
+//! The group tests use `session.timeout.ms=6000`, `heartbeat.interval.ms=1000` and a broker
+//! with `group.initial.rebalance.delay.ms=100`.
 //!
 //! Skipped with a notice when kcat is not installed, unless `SAMSA_REQUIRE_CLIENTS=1`.
 //! The broker binary cannot run in a simulation build, so these tests exist only without the
@@ -19,7 +27,7 @@ use broker_process::BrokerProcess;
 use kcat::{args, kcat_or_skip, run_kcat};
 use segment_files::{codec_id, stored_batch_codecs};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Records per codec.
 const RECORDS: usize = 10_000;
@@ -50,6 +58,15 @@ fn value(codec: &str, i: usize) -> Option<String> {
         .map(|j| char::from(b'a' + ((i * 7 + j) % 26) as u8))
         .collect();
     Some(format!("{codec}-v{i:05}-{filler}"))
+}
+
+/// The sequence number in a value written by [`value`].
+fn seq_of(value: &str) -> Option<usize> {
+    value
+        .split('-')
+        .nth(1)
+        .and_then(|v| v.strip_prefix('v'))
+        .and_then(|v| v.parse().ok())
 }
 
 fn start_broker() -> BrokerProcess {
@@ -97,9 +114,9 @@ fn parse_lines(stdout: &str) -> Vec<Line> {
         .collect()
 }
 
-fn write_input(dir: &Path, codec: &str) -> std::path::PathBuf {
+fn write_input(dir: &Path, codec: &str, records: usize) -> std::path::PathBuf {
     let mut input = String::new();
-    for i in 0..RECORDS {
+    for i in 0..records {
         input.push_str(&key(i));
         input.push(':');
         input.push_str(value(codec, i).as_deref().unwrap_or(""));
@@ -120,7 +137,7 @@ fn round_trip(codec: &str) {
     let bootstrap = broker.bootstrap();
     let topic = format!("kcat-{codec}");
     let work = broker.dir().to_path_buf();
-    let input = write_input(&work, codec);
+    let input = write_input(&work, codec, RECORDS);
 
     let before_ms = now_ms();
     let tag = format!("tag={codec}");
@@ -197,12 +214,7 @@ fn round_trip(codec: &str) {
                 l.value
             );
         } else {
-            let s: usize = l
-                .value
-                .split('-')
-                .nth(1)
-                .and_then(|v| v.strip_prefix('v'))
-                .and_then(|v| v.parse().ok())
+            let s = seq_of(&l.value)
                 .unwrap_or_else(|| panic!("{topic}: unexpected value {:?}", l.value));
             assert_eq!(
                 Some(l.value.as_str()),
@@ -371,4 +383,222 @@ fn kcat_lists_metadata() {
             "expected {want:?} in kcat -L:\n{text}"
         );
     }
+}
+
+/// Records of each `kcat -G` test.
+const GROUP_RECORDS: usize = 3_000;
+/// Records the first `kcat -G` run of the resume test reads (`-c`) before it exits.
+const GROUP_FIRST_RUN_RECORDS: usize = 1_000;
+/// The value tag of the group tests' records (they are produced uncompressed).
+const GROUP_TAG: &str = "group";
+
+/// A broker for the group tests: auto-created topics of `PARTITIONS` partitions, and a short
+/// initial rebalance delay (Kafka's 3 s would hold every fresh group that long).
+fn start_group_broker() -> BrokerProcess {
+    BrokerProcess::start_with(&[
+        ("auto.create.topics.enable", "true"),
+        ("num.partitions", "3"),
+        ("group.initial.rebalance.delay.ms", "100"),
+    ])
+}
+
+/// What a kcat group test runs against.
+struct GroupTest {
+    kcat: PathBuf,
+    broker: BrokerProcess,
+    bootstrap: String,
+    work: PathBuf,
+}
+
+/// Starts a group broker and produces `GROUP_RECORDS` keyed records into `topic`
+/// (auto-created) with `kcat -P`; `None` when kcat is missing (the test is skipped).
+fn group_test(test: &str, topic: &str) -> Option<GroupTest> {
+    let kcat = kcat_or_skip(test)?;
+    let broker = start_group_broker();
+    let bootstrap = broker.bootstrap();
+    let work = broker.dir().to_path_buf();
+    let input = write_input(&work, GROUP_TAG, GROUP_RECORDS);
+    let produce = args(
+        &bootstrap,
+        &[
+            "-P",
+            "-t",
+            topic,
+            "-K:",
+            "-Z",
+            "-X",
+            "acks=all",
+            "-X",
+            "linger.ms=10",
+        ],
+    );
+    run_kcat(&kcat, &work, &produce, Some(&input)).assert_success();
+    Some(GroupTest {
+        kcat,
+        broker,
+        bootstrap,
+        work,
+    })
+}
+
+/// `kcat -G group topic` (the balanced consumer, which commits what it consumed) with
+/// issue 11's session settings and `extra` options. A group without committed offsets starts
+/// at the beginning through `auto.offset.reset`: kcat's own `-o` would override the committed
+/// offsets on every assignment.
+fn group_consume(
+    kcat: &Path,
+    work: &Path,
+    bootstrap: &str,
+    group: &str,
+    topic: &str,
+    extra: &[&str],
+) -> Vec<Line> {
+    let mut a = args(
+        bootstrap,
+        &[
+            "-G",
+            group,
+            "-X",
+            "auto.offset.reset=earliest",
+            "-X",
+            "session.timeout.ms=6000",
+            "-X",
+            "heartbeat.interval.ms=1000",
+            "-X",
+            "check.crcs=true",
+            "-Z",
+            "-f",
+            FORMAT,
+        ],
+    );
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a.push(topic.to_string());
+    let run = run_kcat(kcat, work, &a, None);
+    run.assert_success();
+    assert!(
+        !run.stderr.contains("ERROR"),
+        "kcat -G reported errors:\n{}",
+        run.stderr
+    );
+    parse_lines(&run.stdout_text())
+}
+
+/// Adds `lines` to `read` (position to sequence number, `None` for a null value), checking
+/// each value and that no position is read twice.
+fn add_group_lines(topic: &str, read: &mut BTreeMap<(usize, i64), Option<usize>>, lines: &[Line]) {
+    for l in lines {
+        let seq = if l.value_len < 0 {
+            None
+        } else {
+            let s = seq_of(&l.value)
+                .unwrap_or_else(|| panic!("{topic}: unexpected value {:?}", l.value));
+            assert_eq!(
+                Some(l.value.as_str()),
+                value(GROUP_TAG, s).as_deref(),
+                "{topic}: value of record {s}"
+            );
+            assert_eq!(l.key, key(s), "{topic}: key of record {s}");
+            Some(s)
+        };
+        let at = (l.partition, l.offset);
+        assert!(
+            read.insert(at, seq).is_none(),
+            "{topic}: partition {} offset {} read twice",
+            l.partition,
+            l.offset
+        );
+    }
+}
+
+/// Every record of `produce_group_records` was read once: each partition densely from 0,
+/// over all `PARTITIONS`, every sequence number once.
+fn assert_every_group_record(topic: &str, read: &BTreeMap<(usize, i64), Option<usize>>) {
+    assert_eq!(read.len(), GROUP_RECORDS, "{topic}: records read");
+    let mut next: BTreeMap<usize, i64> = BTreeMap::new();
+    for &(p, o) in read.keys() {
+        let n = next.entry(p).or_insert(0);
+        assert_eq!(o, *n, "{topic} partition {p}: offsets not dense from 0");
+        *n += 1;
+    }
+    assert_eq!(next.len(), PARTITIONS, "{topic}: partitions read");
+    let seqs: BTreeSet<usize> = read.values().flatten().copied().collect();
+    let nulls = read.values().filter(|s| s.is_none()).count();
+    assert_eq!(
+        nulls,
+        GROUP_RECORDS / NULL_VALUE_EVERY,
+        "{topic}: null values"
+    );
+    assert_eq!(
+        seqs.len() + nulls,
+        GROUP_RECORDS,
+        "{topic}: distinct records"
+    );
+}
+
+/// `kcat -G group topic -e`: the group's only member is assigned every partition of a
+/// three-partition topic and reads every record once, then exits at the end.
+#[test]
+fn kcat_group_consumes_every_record() {
+    let topic = "kcat-group";
+    let Some(GroupTest {
+        kcat,
+        broker: _broker,
+        bootstrap,
+        work,
+    }) = group_test("interop_kcat group consume", topic)
+    else {
+        return;
+    };
+    let lines = group_consume(&kcat, &work, &bootstrap, "kcat-group-all", topic, &["-e"]);
+    let mut read = BTreeMap::new();
+    add_group_lines(topic, &mut read, &lines);
+    assert_every_group_record(topic, &read);
+}
+
+/// A first `kcat -G` run reads part of a topic and exits (`-c`), committing what it consumed
+/// as it closes; a second run of the same group resumes exactly there: between them, every
+/// record once.
+#[test]
+fn kcat_group_resumes_where_the_previous_run_committed() {
+    let topic = "kcat-group-resume";
+    let group = "kcat-group-resume";
+    let Some(GroupTest {
+        kcat,
+        broker: _broker,
+        bootstrap,
+        work,
+    }) = group_test("interop_kcat group resume", topic)
+    else {
+        return;
+    };
+    let count = GROUP_FIRST_RUN_RECORDS.to_string();
+    let first = group_consume(&kcat, &work, &bootstrap, group, topic, &["-c", &count]);
+    assert_eq!(
+        first.len(),
+        GROUP_FIRST_RUN_RECORDS,
+        "{topic}: the first run's records"
+    );
+    let mut read = BTreeMap::new();
+    add_group_lines(topic, &mut read, &first);
+    let mut resume_at: BTreeMap<usize, i64> = BTreeMap::new();
+    for l in &first {
+        let n = resume_at.entry(l.partition).or_insert(0);
+        *n = (*n).max(l.offset + 1);
+    }
+
+    let second = group_consume(&kcat, &work, &bootstrap, group, topic, &["-e"]);
+    let mut started_at: BTreeMap<usize, i64> = BTreeMap::new();
+    for l in &second {
+        started_at.entry(l.partition).or_insert(l.offset);
+    }
+    for (p, o) in &started_at {
+        assert_eq!(
+            *o,
+            resume_at.get(p).copied().unwrap_or(0),
+            "{topic} partition {p}: the second run started at offset {o}, the first read up to {:?}",
+            resume_at.get(p)
+        );
+    }
+    add_group_lines(topic, &mut read, &second);
+    assert_every_group_record(topic, &read);
 }

@@ -1,7 +1,18 @@
 //! librdkafka (the `rdkafka` crate, bundled librdkafka 2.12) against the real `samsa broker`
-//! binary over TCP: a keyed round trip with headers for every compression codec, topics
-//! created by CreateTopics and by auto-creation, lookups by timestamp, and the admin API's
-//! create and delete with their error codes.
+//! binary over TCP.
+//!
+//! | test | what it checks |
+//! | --- | --- |
+//! | `round_trip_{uncompressed,gzip,snappy,lz4,zstd}` | keyed records with headers per codec: produce acks=all, read back by assign, stored codec, lookups by timestamp |
+//! | `producing_to_an_unknown_topic_creates_it` | auto-creation on the first Metadata request |
+//! | `admin_creates_and_deletes_topics` | the admin API's create and delete, with their error codes |
+//! | `group_members_share_partitions_and_take_over_from_a_killed_member` | three member processes (`BaseConsumer`, subscribe) share six partitions and read every record once; after a SIGKILL of one, the others take its partitions once its session expires and resume them at its committed offsets |
+//! | `group_resumes_at_offsets_committed_before_a_broker_restart` | a sync OffsetCommit survives a broker SIGKILL and restart: OffsetFetch answers it and a new member resumes there |
+//! | `two_groups_each_receive_every_record` | two groups (`StreamConsumer`) on one topic each read every record once |
+//! | `group_member_process` (ignored) | the member process of the first group test; returns at once when run alone |
+//!
+//! The group tests use `session.timeout.ms=6000`, `heartbeat.interval.ms=1000` and a broker
+//! with `group.initial.rebalance.delay.ms=100` (tests/support/rdkafka_groups.rs).
 //!
 //! The broker binary cannot run in a simulation build, so these tests exist only without
 //! the `sim` feature.
@@ -9,6 +20,8 @@
 
 #[path = "support/broker_process.rs"]
 mod broker_process;
+#[path = "support/rdkafka_groups.rs"]
+mod rdkafka_groups;
 #[path = "support/rdkafka_support.rs"]
 mod rdkafka_support;
 #[path = "support/segment_files.rs"]
@@ -19,9 +32,13 @@ use rdkafka::admin::{NewTopic, TopicReplication};
 use rdkafka::consumer::Consumer;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, Timestamp, TopicPartitionList};
+use rdkafka_groups::{
+    all_read, assert_read_once, committed, group_consumer_config, poll_records, reads_by_position,
+    stable_assignment, stream_records, wait_for, MemberProcess, GROUP_BROKER_OVERRIDES,
+};
 use rdkafka_support::*;
 use segment_files::{codec_id, stored_batch_codecs};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Records per codec in the round trip.
@@ -310,4 +327,282 @@ async fn admin_creates_and_deletes_topics() {
         .fetch_watermarks("admin-a", 0, Duration::from_millis(CLIENT_TIMEOUT_MS))
         .expect("watermarks of the re-created topic");
     assert_eq!((low, high), (0, 0));
+}
+
+/// Partitions of the topic the group tests share among their members.
+const GROUP_PARTITIONS: i32 = 6;
+/// Records per batch in the group tests.
+const GROUP_BATCH_RECORDS: usize = 600;
+
+/// A group member process (see tests/support/rdkafka_groups.rs): started by the group tests
+/// with the member's environment; without it, it returns at once.
+#[test]
+#[ignore = "a group member process, started by the group tests; returns at once when run alone"]
+fn group_member_process() {
+    rdkafka_groups::member_main();
+}
+
+fn member_reports(members: &[MemberProcess]) -> Vec<(String, rdkafka_groups::MemberReport)> {
+    members
+        .iter()
+        .map(|m| (m.name.clone(), m.report()))
+        .collect()
+}
+
+fn assert_no_member_errors(members: &[MemberProcess]) {
+    for (name, r) in member_reports(members) {
+        assert!(
+            r.errors.is_empty(),
+            "member {name} reported errors: {:?}",
+            r.errors
+        );
+    }
+}
+
+/// Three member processes of one group share a six-partition topic: once the group is
+/// stable each holds a disjoint part, and together they read every record exactly once,
+/// each from the member owning its partition. Then one is killed with SIGKILL (no
+/// LeaveGroup): once its session expires the two others hold all six partitions, read every
+/// record produced since, and resume its partitions at its committed offsets (nothing of the
+/// first batch is read twice).
+#[tokio::test]
+async fn group_members_share_partitions_and_take_over_from_a_killed_member() {
+    let broker = BrokerProcess::start_with(GROUP_BROKER_OVERRIDES);
+    let bootstrap = broker.bootstrap();
+    let topic = "group-shared";
+    let group = "group-shared-members";
+    create_topic(&bootstrap, topic, GROUP_PARTITIONS).await;
+    let dir = broker.dir().to_path_buf();
+    let mut members: Vec<MemberProcess> = (0..3)
+        .map(|i| MemberProcess::spawn(&dir, &format!("member-{i}"), &bootstrap, group, topic))
+        .collect();
+    let owners = wait_for("three members share the six partitions", || {
+        stable_assignment(&member_reports(&members), GROUP_PARTITIONS)
+    });
+
+    let base_ts = now_ms() - 60_000;
+    let producer = producer(&bootstrap, "lz4");
+    let batch: Vec<Sent> = (0..GROUP_BATCH_RECORDS)
+        .map(|i| record("group", i, base_ts))
+        .collect();
+    let first = produce_all(&producer, topic, &batch).await;
+    wait_for("the members read the first batch", || {
+        all_read(&first, &reads_by_position(&member_reports(&members)))
+    });
+    let reads = reads_by_position(&member_reports(&members));
+    assert_read_once("first batch", &first, &reads, |member, p| {
+        owners.get(member).is_some_and(|ps| ps.contains(&p))
+    });
+    assert_eq!(
+        owners,
+        stable_assignment(&member_reports(&members), GROUP_PARTITIONS)
+            .expect("still stable after the first batch"),
+        "the assignment changed while nothing failed"
+    );
+
+    // Wait until the group committed everything read, so that the takeover has a committed
+    // offset to resume from on every partition of the killed member.
+    let first_end = acked_ranges(&first);
+    let observer = consumer(&bootstrap, group);
+    wait_for("the group commits the first batch", || {
+        let c = committed(&observer, topic, GROUP_PARTITIONS);
+        for (p, &(_, end)) in &first_end {
+            if c.get(p).copied().flatten() != Some(end) {
+                return Err(format!("committed {c:?}, read up to {first_end:?}"));
+            }
+        }
+        Ok(())
+    });
+
+    let mut victim = members.remove(0);
+    let victim_partitions = owners[&victim.name].clone();
+    #[allow(clippy::disallowed_methods)] // a figure printed for the reader, not asserted
+    let killed_at = std::time::Instant::now();
+    victim.kill9();
+    let batch: Vec<Sent> = (GROUP_BATCH_RECORDS..2 * GROUP_BATCH_RECORDS)
+        .map(|i| record("group", i, base_ts))
+        .collect();
+    let second = produce_all(&producer, topic, &batch).await;
+    let survivors_owners = wait_for(
+        "the survivors take the killed member's partitions and read the second batch",
+        || {
+            let reports = member_reports(&members);
+            let owners = stable_assignment(&reports, GROUP_PARTITIONS)?;
+            all_read(&second, &reads_by_position(&reports))?;
+            Ok(owners)
+        },
+    );
+    eprintln!(
+        "group takeover: {} ms from SIGKILL of {} (partitions {victim_partitions:?}) to the survivors holding {survivors_owners:?} and reading every record",
+        killed_at.elapsed().as_millis(),
+        victim.name
+    );
+    let mut with_victim = member_reports(&members);
+    with_victim.push((victim.name.clone(), victim.report()));
+    assert!(
+        !with_victim.last().is_some_and(|(_, r)| r.closing),
+        "the killed member closed its consumer"
+    );
+    let reads = reads_by_position(&with_victim);
+    // Every record once: the first batch was committed before the kill, so the survivors
+    // resumed the victim's partitions where it stopped and read none of it again.
+    assert_read_once("first batch", &first, &reads, |member, p| {
+        owners.get(member).is_some_and(|ps| ps.contains(&p))
+    });
+    assert_read_once("second batch", &second, &reads, |member, _| {
+        member != victim.name
+    });
+    for p in &victim_partitions {
+        assert!(
+            survivors_owners.values().any(|ps| ps.contains(p)),
+            "partition {p} of the killed member has no new owner: {survivors_owners:?}"
+        );
+    }
+    assert_no_member_errors(&members);
+    for m in &mut members {
+        m.stop();
+    }
+}
+
+/// Offsets committed before a broker crash are where the group resumes: a member reads
+/// half of a batch, commits exactly what it read (OffsetCommit answered once durable) and
+/// leaves; the broker is killed with SIGKILL and restarted; OffsetFetch answers the same
+/// offsets, and a new member of the group starts each partition at its committed offset
+/// (the start for a partition with none) and reads every later record once.
+#[tokio::test]
+async fn group_resumes_at_offsets_committed_before_a_broker_restart() {
+    let mut broker = BrokerProcess::start_with(GROUP_BROKER_OVERRIDES);
+    let bootstrap = broker.bootstrap();
+    let topic = "group-restart";
+    let group = "group-restart-members";
+    let partitions = 3;
+    create_topic(&bootstrap, topic, partitions).await;
+    let base_ts = now_ms() - 60_000;
+    let batch: Vec<Sent> = (0..GROUP_BATCH_RECORDS)
+        .map(|i| record("restart", i, base_ts))
+        .collect();
+    let first = produce_all(&producer(&bootstrap, "zstd"), topic, &batch).await;
+
+    let mut next: BTreeMap<i32, i64> = BTreeMap::new();
+    {
+        let member: rdkafka::consumer::BaseConsumer = group_consumer_config(&bootstrap, group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .expect("create the group consumer");
+        member.subscribe(&[topic]).expect("subscribe");
+        let read = poll_records(&member, GROUP_BATCH_RECORDS / 2);
+        for r in &read {
+            let n = next.entry(r.partition).or_insert(0);
+            assert_eq!(r.offset, *n, "partition {}: read out of order", r.partition);
+            *n = r.offset + 1;
+        }
+        let mut tpl = TopicPartitionList::new();
+        for (&p, &o) in &next {
+            tpl.add_partition_offset(topic, p, Offset::Offset(o))
+                .expect("add a partition");
+        }
+        member
+            .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+            .expect("OffsetCommit");
+        // Dropping the consumer closes it: it leaves the group.
+    }
+    let committed_before = committed(&consumer(&bootstrap, "unused"), topic, partitions);
+    let expected: BTreeMap<i32, Option<i64>> = (0..partitions)
+        .map(|p| (p, next.get(&p).copied()))
+        .collect();
+    let observer = consumer(&bootstrap, group);
+    assert_eq!(committed(&observer, topic, partitions), expected);
+    assert!(
+        committed_before.values().all(Option::is_none),
+        "another group sees this group's offsets: {committed_before:?}"
+    );
+    drop(observer);
+
+    broker.kill9();
+    broker.restart();
+    let observer = consumer(&bootstrap, group);
+    assert_eq!(
+        committed(&observer, topic, partitions),
+        expected,
+        "OffsetFetch after the restart"
+    );
+    let batch: Vec<Sent> = (GROUP_BATCH_RECORDS..2 * GROUP_BATCH_RECORDS)
+        .map(|i| record("restart", i, base_ts))
+        .collect();
+    let second = produce_all(&producer(&bootstrap, "zstd"), topic, &batch).await;
+    let want: Vec<&Acked> = first
+        .iter()
+        .chain(&second)
+        .filter(|a| a.offset >= next.get(&a.partition).copied().unwrap_or(0))
+        .collect();
+
+    let member: rdkafka::consumer::BaseConsumer = group_consumer_config(&bootstrap, group)
+        .create()
+        .expect("create the group consumer");
+    member.subscribe(&[topic]).expect("subscribe");
+    let read = poll_records(&member, want.len());
+    let mut first_read: BTreeMap<i32, i64> = BTreeMap::new();
+    for r in &read {
+        first_read.entry(r.partition).or_insert(r.offset);
+    }
+    for (&p, &o) in &first_read {
+        assert_eq!(
+            o,
+            next.get(&p).copied().unwrap_or(0),
+            "partition {p}: the new member started at offset {o}, committed {:?}",
+            next.get(&p)
+        );
+    }
+    let got: BTreeSet<(i32, i64, i64)> = read
+        .iter()
+        .map(|r| (r.partition, r.offset, r.index))
+        .collect();
+    assert_eq!(
+        got.len(),
+        read.len(),
+        "a record was read twice after the restart"
+    );
+    let wanted: BTreeSet<(i32, i64, i64)> = want
+        .iter()
+        .map(|a| (a.partition, a.offset, a.sent.index as i64))
+        .collect();
+    assert_eq!(got, wanted, "the records read after the restart");
+}
+
+/// Two groups subscribed to one topic each read every record once (StreamConsumer).
+#[tokio::test]
+async fn two_groups_each_receive_every_record() {
+    let broker = BrokerProcess::start_with(GROUP_BROKER_OVERRIDES);
+    let bootstrap = broker.bootstrap();
+    let topic = "group-two";
+    create_topic(&bootstrap, topic, 4).await;
+    let base_ts = now_ms() - 60_000;
+    let batch: Vec<Sent> = (0..GROUP_BATCH_RECORDS)
+        .map(|i| record("two", i, base_ts))
+        .collect();
+    let acked = produce_all(&producer(&bootstrap, "gzip"), topic, &batch).await;
+    let member = |group: &str| -> rdkafka::consumer::StreamConsumer {
+        let c: rdkafka::consumer::StreamConsumer = group_consumer_config(&bootstrap, group)
+            .create()
+            .expect("create the group consumer");
+        c.subscribe(&[topic]).expect("subscribe");
+        c
+    };
+    let (a, b) = (member("group-two-a"), member("group-two-b"));
+    let (read_a, read_b) = tokio::join!(
+        stream_records(&a, acked.len()),
+        stream_records(&b, acked.len())
+    );
+    let wanted: BTreeSet<(i32, i64, i64)> = acked
+        .iter()
+        .map(|a| (a.partition, a.offset, a.sent.index as i64))
+        .collect();
+    for (group, read) in [("group-two-a", read_a), ("group-two-b", read_b)] {
+        let got: BTreeSet<(i32, i64, i64)> = read
+            .iter()
+            .map(|r| (r.partition, r.offset, r.index))
+            .collect();
+        assert_eq!(got.len(), read.len(), "{group} read a record twice");
+        assert_eq!(got, wanted, "{group}: the records read");
+    }
 }
