@@ -10,7 +10,7 @@
 #   benches/groups/run.sh all       # the three in turn
 #
 # It builds the broker first (`cargo build --release --bin samsa`, in $CARGO_TARGET_DIR or
-# ./target; SAMSA_BENCH_NO_BUILD=1 skips that), prints the machine's state (load, the busiest
+# ./target; SAMSA_BENCH_NO_BUILD=1 skips that, SAMSA_BIN names another binary), prints the machine's state (load, the busiest
 # processes) before each benchmark, and stops the broker with SIGTERM when the benchmark ends
 # (SIGKILL if it does not exit within STOP_WAIT_S). The Python client comes from
 # $SAMSA_PYTHON (default .ci/venv/bin/python). SAMSA_BENCH_ROUNDS sets the rounds of sigkill and
@@ -24,7 +24,7 @@ STOP_WAIT_S=30
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 python=${SAMSA_PYTHON:-$root/.ci/venv/bin/python}
-bin=${CARGO_TARGET_DIR:-$root/target}/release/samsa
+bin=${SAMSA_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/samsa}
 
 usage() {
     echo "usage: $0 sigkill|join|commit|all" >&2
