@@ -60,7 +60,9 @@ def admin(bootstrap_servers):
 
 
 def create_topic(bootstrap_servers, topic, partitions):
-    futures = admin(bootstrap_servers).create_topics(
+    # The client must outlive the future: a destroyed handle fails what it has in flight.
+    client = admin(bootstrap_servers)
+    futures = client.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
         operation_timeout=ADMIN_TIMEOUT_S,
     )
@@ -69,9 +71,8 @@ def create_topic(bootstrap_servers, topic, partitions):
 
 def describe_group(bootstrap_servers, group):
     """(state name, {member client id: sorted partitions}) from DescribeGroups."""
-    futures = admin(bootstrap_servers).describe_consumer_groups(
-        [group], request_timeout=ADMIN_TIMEOUT_S
-    )
+    client = admin(bootstrap_servers)
+    futures = client.describe_consumer_groups([group], request_timeout=ADMIN_TIMEOUT_S)
     desc = futures[group].result(timeout=ADMIN_TIMEOUT_S)
     members = {
         m.client_id: sorted(tp.partition for tp in m.assignment.topic_partitions)
