@@ -212,11 +212,6 @@ async fn coordinator<'a>(
         .next()
         .copied()
         .ok_or("the metadata names no broker")?;
-    let request = FindCoordinatorRequest {
-        key: group.to_owned(),
-        key_type: 0,
-        coordinator_keys: vec![group.to_owned()],
-    };
     let mut last = ErrorCode::NONE;
     for _ in 0..COORDINATOR_ATTEMPTS_MAX {
         let conn = client
@@ -226,6 +221,20 @@ async fn coordinator<'a>(
         let version = conn
             .version_for(FindCoordinatorRequest::API_KEY)
             .map_err(|e| e.to_string())?;
+        // One key before v4, a batch of keys from v4: each field exists only in its versions.
+        let request = if version >= 4 {
+            FindCoordinatorRequest {
+                key_type: 0,
+                coordinator_keys: vec![group.to_owned()],
+                ..Default::default()
+            }
+        } else {
+            FindCoordinatorRequest {
+                key: group.to_owned(),
+                key_type: 0,
+                ..Default::default()
+            }
+        };
         let found: FindCoordinatorResponse = conn
             .send(FindCoordinatorRequest::API_KEY, version, &request)
             .await
