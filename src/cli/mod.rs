@@ -8,6 +8,7 @@ pub mod common;
 pub mod consume;
 pub mod format;
 pub mod perf;
+pub mod perf_commit;
 pub mod produce;
 pub mod topics;
 
@@ -17,7 +18,7 @@ const USAGE: &str = "usage: samsa <command> [args]
 
 commands:
   broker [FILE] [--override key=value]...   run a broker node (Kafka's server.properties keys)
-  perf produce|consume [options]            load generators (see `samsa perf --help`)
+  perf produce|consume|commit [options]     load generators (see `samsa perf --help`)
   topics create|list|describe|alter|delete  administer topics
   produce --topic T [options]               write stdin lines as records
   consume --topic T [options]               print records (no group, no commits)

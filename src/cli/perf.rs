@@ -9,6 +9,8 @@
 //!   `--num-records` records (or, if fewer exist, everything below the high watermarks seen
 //!   at the start) were read, decoding every record.
 //!
+//! - `commit` (in `perf_commit`) measures OffsetCommit latency at a fixed rate.
+//!
 //! A progress line goes to stderr every second; the final summary goes to stdout, as text or
 //! (`--json`) as one JSON object. All time is read through `crate::rt::time`.
 //!
@@ -31,6 +33,7 @@ use crate::rt::time::{now, Instant};
 
 const USAGE: &str = "usage: samsa perf produce --topic T --num-records N --record-size B [options]
        samsa perf consume --topic T --num-records N [options]
+       samsa perf commit --topic T [options] (see `samsa perf commit --help`)
 
 common options:
   --bootstrap-server HOST:PORT   broker to start from (default 127.0.0.1:9092)
@@ -162,6 +165,27 @@ fn parse_compression(name: &str) -> Result<Compression, String> {
     })
 }
 
+/// Walks the `--flag value` pairs of `args`, handing each to `apply` (which answers false for a
+/// flag it does not know), and returns whether the bare `--json` was among them.
+pub(super) fn parse_flags(
+    args: &[String],
+    mut apply: impl FnMut(&str, &str) -> Result<bool, String>,
+) -> Result<bool, String> {
+    let mut json = false;
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        if flag == "--json" {
+            json = true;
+            continue;
+        }
+        let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        if !apply(flag, value)? {
+            return Err(format!("unknown option '{flag}'"));
+        }
+    }
+    Ok(json)
+}
+
 fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
     let mut options = Options {
         bootstrap: "127.0.0.1:9092".into(),
@@ -179,18 +203,9 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
         fetch_max_bytes: 52_428_800,
         json: false,
     };
-    let mut rest = args.iter();
-    while let Some(flag) = rest.next() {
-        if flag == "--json" {
-            options.json = true;
-            continue;
-        }
-        let value = rest
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?
-            .as_str();
+    let json = parse_flags(args, |flag, value| {
         let number = |what: &str| format!("{flag}: '{value}' is not a valid {what}");
-        match (flag.as_str(), produce) {
+        match (flag, produce) {
             ("--bootstrap-server", _) => options.bootstrap = value.to_owned(),
             ("--topic", _) => options.topic = value.to_owned(),
             ("--num-records", _) => {
@@ -228,9 +243,11 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
             ("--fetch-max-bytes", false) => {
                 options.fetch_max_bytes = value.parse().map_err(|_| number("size"))?
             }
-            _ => return Err(format!("unknown option '{flag}'")),
+            _ => return Ok(false),
         }
-    }
+        Ok(true)
+    })?;
+    options.json = json;
     if options.topic.is_empty() {
         return Err("--topic is required".into());
     }
@@ -246,28 +263,49 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
     Ok(options)
 }
 
+/// What `samsa perf` was asked to run.
+enum Mode {
+    Produce(Options),
+    Consume(Options),
+    Commit(super::perf_commit::Options),
+}
+
 /// `samsa perf ARGS`.
 pub fn main(args: &[String]) -> ExitCode {
-    let produce = match args.first().map(String::as_str) {
-        Some("produce") => true,
-        Some("consume") => false,
+    let command = args.first().map(String::as_str);
+    let (usage, produce) = match command {
+        Some("produce") => (USAGE, true),
+        Some("consume") => (USAGE, false),
+        Some("commit") => (super::perf_commit::USAGE, false),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
         _ => {
-            eprintln!("samsa perf: expected 'produce' or 'consume'\n{USAGE}");
+            eprintln!("samsa perf: expected 'produce', 'consume' or 'commit'\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    if super::common::is_help(args.get(1..).unwrap_or_default()) {
-        println!("{USAGE}");
+    let rest = args.get(1..).unwrap_or_default();
+    if super::common::is_help(rest) {
+        println!("{usage}");
         return ExitCode::SUCCESS;
     }
-    let options = match parse_options(args.get(1..).unwrap_or_default(), produce) {
-        Ok(options) => options,
+    let mode = if command == Some("commit") {
+        super::perf_commit::parse_options(rest).map(Mode::Commit)
+    } else {
+        parse_options(rest, produce).map(|o| {
+            if produce {
+                Mode::Produce(o)
+            } else {
+                Mode::Consume(o)
+            }
+        })
+    };
+    let mode = match mode {
+        Ok(mode) => mode,
         Err(e) => {
-            eprintln!("samsa perf: {e}\n{USAGE}");
+            eprintln!("samsa perf: {e}\n{usage}");
             return ExitCode::from(2);
         }
     };
@@ -282,10 +320,10 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = if produce {
-        runtime.block_on(run_produce(options))
-    } else {
-        runtime.block_on(run_consume(options))
+    let result = match mode {
+        Mode::Produce(options) => runtime.block_on(run_produce(options)),
+        Mode::Consume(options) => runtime.block_on(run_consume(options)),
+        Mode::Commit(options) => runtime.block_on(super::perf_commit::run(options)),
     };
     match result {
         Ok(summary) => {
@@ -585,10 +623,11 @@ fn json_string(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
+    /// A command line split on white space.
+    pub(in crate::cli) fn args(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()
     }
 

@@ -706,3 +706,62 @@ fn cli_perf_produces_and_consumes_the_requested_records() {
         assert!(lines.iter().any(|l| l.starts_with(partition)));
     }
 }
+
+#[test]
+fn cli_perf_commit_commits_at_the_requested_rate_and_the_offsets_are_fetchable() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::{Offset, TopicPartitionList};
+
+    let broker = BrokerProcess::start();
+    let run = tool(
+        &broker,
+        &[
+            "perf",
+            "commit",
+            "--topic",
+            "offsets",
+            "--group",
+            "perf-g",
+            "--throughput",
+            "200",
+            "--duration-s",
+            "1",
+            "--warmup-s",
+            "0",
+            "--json",
+        ],
+    )
+    .ok("perf commit");
+    let summary = run.stdout.trim();
+    assert_eq!(json_number(summary, "commits"), 200.0, "{summary}");
+    assert!(json_number(summary, "p99") >= json_number(summary, "p50"));
+
+    // Commit i went to partition i % 6 at offset i: the last of each partition is what the
+    // group's committed offsets now say.
+    let consumer: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap())
+        .set("broker.address.family", "v4")
+        .set("group.id", "perf-g")
+        .create()
+        .expect("create a consumer");
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..6 {
+        tpl.add_partition("offsets", p);
+    }
+    let committed = consumer
+        .committed_offsets(tpl, Duration::from_secs(30))
+        .expect("OffsetFetch");
+    let offsets: Vec<Offset> = (0..6)
+        .map(|p| {
+            committed
+                .find_partition("offsets", p)
+                .map(|e| e.offset())
+                .unwrap_or(Offset::Invalid)
+        })
+        .collect();
+    let expected: Vec<Offset> = [198, 199, 194, 195, 196, 197]
+        .into_iter()
+        .map(Offset::Offset)
+        .collect();
+    assert_eq!(offsets, expected);
+}
