@@ -86,7 +86,7 @@ pub const POLL_BYTES_MAX: i32 = 2048;
 pub const PAUSE_PER_MILLION: u32 = 2_000;
 pub const LEAVE_PER_MILLION: u32 = 1_000;
 /// Chance that a rebalance is followed by the previous generation's commit, sent late.
-pub const STALE_COMMIT_PROBABILITY: f64 = 0.5;
+pub const STALE_COMMIT_PROBABILITY: f64 = 1.0;
 /// Chance that an incarnation of a member crashes, and when (after its start).
 pub const CRASH_PROBABILITY: f64 = 0.5;
 pub const CRASH_AFTER_MS_MIN: u64 = 300;
@@ -101,6 +101,8 @@ pub const PRODUCE_PAUSE_MS_MAX: u64 = 15;
 /// History processes: the producer's, and the first member slot's (one per slot after it).
 pub const PRODUCER_PROCESS: u32 = 500;
 pub const MEMBER_PROCESS_BASE: u32 = 600;
+/// Member slots at most; incarnation i of slot s is process `base + s + i * this`.
+pub const MEMBER_SLOTS_MAX: u32 = 100;
 
 /// What the group workload does in one run.
 #[derive(Clone, Debug)]
@@ -259,8 +261,12 @@ async fn member_slot(
     phase: Phase,
 ) {
     let mut incarnation = 0u32;
+    let slot = process;
     while !phase.stop.load(Ordering::Acquire) {
         incarnation += 1;
+        // Each incarnation is a process of its own: a crashed one may leave its last
+        // operation without an outcome, and a process is sequential.
+        let process = slot + MEMBER_SLOTS_MAX * incarnation;
         let owned: Owned = Arc::new(Mutex::new(None));
         let member = Member {
             process,
@@ -277,6 +283,7 @@ async fn member_slot(
             high_watermarks: BTreeMap::new(),
             previous: None,
             owned: Arc::clone(&owned),
+            refetch: false,
         };
         let mut task = samsa::rt::task::spawn(member.run());
         let crash = options.member_faults && rng.gen_bool(CRASH_PROBABILITY);
@@ -360,6 +367,8 @@ struct Member {
     /// The generation and positions before the latest rebalance, for the late commit.
     previous: Option<(Generation, BTreeMap<i32, i64>)>,
     owned: Owned,
+    /// A new coordinator connection was made while joined: fetch the offsets again.
+    refetch: bool,
 }
 
 impl Member {
@@ -391,6 +400,10 @@ impl Member {
                 }
                 continue;
             };
+            if std::mem::take(&mut self.refetch) {
+                self.fetch_offsets(&joined).await;
+                continue;
+            }
             if self.options.member_faults && !self.phase.quiet.load(Ordering::Acquire) {
                 let roll = self.rng.gen_range(0..1_000_000);
                 if roll < PAUSE_PER_MILLION {
@@ -465,8 +478,9 @@ impl Member {
     }
 
     /// The coordinator's connection: FindCoordinator through the bootstrap, then a
-    /// connection to the node it names. An OffsetFetch follows every new connection, as the
-    /// member re-validates its positions after a coordinator failover.
+    /// connection to the node it names. An OffsetFetch follows every new connection (in the
+    /// member's next step: it is one sequential process), as the member re-validates its
+    /// positions after a coordinator failover.
     async fn coordinator(&mut self) -> Option<&mut Connection> {
         if self.coordinator.as_ref().is_some_and(|c| !c.is_broken()) {
             return self.coordinator.as_mut();
@@ -493,9 +507,7 @@ impl Member {
         let addr = format!("{}:{}", found.host, found.port);
         let connection = Connection::connect(&addr, &client_id, limits).await.ok()?;
         self.coordinator = Some(connection);
-        if let Some(joined) = self.joined.clone() {
-            self.fetch_offsets(&joined).await;
-        }
+        self.refetch = self.joined.is_some();
         self.coordinator.as_mut()
     }
 
@@ -799,16 +811,7 @@ impl Member {
             }]),
             ..Default::default()
         };
-        let Some(connection) = self.coordinator.as_mut() else {
-            self.recorder.complete(
-                op,
-                Outcome::Failed {
-                    reason: "no coordinator".to_string(),
-                },
-            );
-            return;
-        };
-        let result: Result<OffsetFetchResponse, String> = send(connection, &request, 7, None).await;
+        let result: Result<OffsetFetchResponse, String> = self.call(&request, 7, None).await;
         match result {
             Ok(response) if response.error_code == 0 => {
                 let mut offsets = Vec::new();
@@ -831,10 +834,7 @@ impl Member {
                     reason: format!("OffsetFetch: {}", ErrorCode(response.error_code)),
                 },
             ),
-            Err(reason) => {
-                self.coordinator = None;
-                self.recorder.complete(op, Outcome::Failed { reason });
-            }
+            Err(reason) => self.recorder.complete(op, Outcome::Failed { reason }),
         }
     }
 

@@ -88,6 +88,8 @@ pub struct Options {
     /// A consumer group consuming a topic of its own alongside (see `groups`); its checkers
     /// run over the history after the partition's.
     pub groups: Option<GroupOptions>,
+    /// The simulated disk's sync latency range, in microseconds.
+    pub disk_sync_us: (u64, u64),
 }
 
 impl Default for Options {
@@ -121,6 +123,7 @@ impl Default for Options {
             corrupt_at_rest: false,
             final_rot: None,
             groups: None,
+            disk_sync_us: (200, 2_000),
         }
     }
 }
@@ -286,7 +289,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let handle = madsim::runtime::Handle::current();
     let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
     let disk = MemDisk::new(rng.gen());
-    disk.set_latency(50, 200, 2_000);
+    disk.set_latency(50, options.disk_sync_us.0, options.disk_sync_us.1);
     let clock = Clock::new();
     let recorder = Recorder::new();
     let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
