@@ -28,8 +28,9 @@ use samsa_spec::AnomalyKind;
 /// Seeds per suite when `MADSIM_TEST_NUM` is not set.
 const SEEDS_DEFAULT: u64 = 200;
 
-/// The main suite; over its seeds (the CI count, or the default 200) every fault point must
-/// fire at least once, or some window of the code goes untested.
+/// The main suite; over its seeds (the CI count, or the default 200) every drawn fault point
+/// must fire at least once, or some window of the code goes untested (an aimed-only point
+/// fires in the test aimed at it).
 #[test]
 fn sync_before_ack_survives_crashes_io_errors_and_clock_jumps() {
     let fired = run_suite(
@@ -39,7 +40,7 @@ fn sync_before_ack_survives_crashes_io_errors_and_clock_jumps() {
     );
     let never: Vec<&str> = FaultPoint::ALL
         .iter()
-        .filter(|p| fired.get(p).copied().unwrap_or(0) == 0)
+        .filter(|p| !faults::AIMED_ONLY.contains(p) && fired.get(p).copied().unwrap_or(0) == 0)
         .map(|p| p.name())
         .collect();
     assert!(
@@ -578,16 +579,21 @@ fn planted_stale_generation_accepted_is_caught() {
 /// Planted bug: OffsetCommit answered before its record is durable; a power loss right
 /// before a sync takes acknowledged commits.
 #[test]
-#[ignore = "not caught yet: lost-commit fired on 0 of seeds 1..11 (1 of 10 with fast syncs); the workload must be sharpened"]
+#[ignore = "not caught yet: lost-commit on 1 of seeds 1..11 (seed 9). The window is real (answer sent after the page-cache append, the fdatasync awaited later in ack_loop) and broker.offset_commit.answered_unsynced crashes in it, but under slow syncs and the broker nemesis members form the group and first commit only at 3-11 s simulated, mostly after the faults are disarmed; the workload must commit during the safety phase"]
 fn planted_commit_answered_before_durable_is_caught() {
     let options = Options {
         crash_modes: vec![
             CrashMode::PowerLossDropUnsynced,
             CrashMode::PowerLossRandomPrefix,
         ],
-        fault_points_always: vec![FaultPoint::DiskSyncBefore],
-        // Slow syncs: an early-answered commit stays unsynced long enough for a crash.
-        disk_sync_us: (20_000, 60_000),
+        // A crash up to `ANSWER_HALT_DELAY_MS_MAX` after a commit answer went out while
+        // data was unsynced: with the bug, the commit's own record may be that data.
+        fault_points_always: vec![FaultPoint::OffsetCommitAnsweredUnsynced],
+        // Slow syncs: an early-answered commit stays unsynced until after that crash.
+        disk_sync_us: (13_000, 25_000),
+        // Slow syncs delay the coordinator's first load by seconds; the faults must still
+        // be armed once members commit.
+        safety_ms: 10_000,
         ..group_options()
     };
     planted_coordinator_bug(
