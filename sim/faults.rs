@@ -37,6 +37,10 @@ pub const DELAY_MS_MAX: u64 = 40;
 /// client over the simulated network, short enough that unsynced data usually still is.
 pub const ANSWER_HALT_DELAY_MS_MAX: u64 = 12;
 const _: () = assert!(ANSWER_HALT_DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
+/// Points enabled only when a test aims at them (`FaultPlanOptions::always`), never by the
+/// per-seed draw: added after the draw was fixed, so drawing for them would shift every
+/// existing seed's plan.
+pub const AIMED_ONLY: [FaultPoint; 1] = [FaultPoint::OffsetCommitAnsweredUnsynced];
 const _: () = assert!(DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MIN <= FIRE_PER_MILLION_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MAX <= 1_000_000);
@@ -100,6 +104,13 @@ impl PointInjector {
             f64::from(FIRE_PER_MILLION_MAX).ln(),
         );
         for point in FaultPoint::ALL {
+            if AIMED_ONLY.contains(&point) {
+                // No draw: adding the point kept every seed's plan as it was.
+                if options.always.contains(&point) {
+                    rates.insert(point, FIRE_PER_MILLION_MAX);
+                }
+                continue;
+            }
             // Draw for every point whether or not it is enabled, so that the plan of one
             // point does not shift the draws of the next.
             let enabled = rng.gen_bool(POINT_ENABLED_PROBABILITY);
@@ -253,7 +264,9 @@ impl FaultInjector for PointInjector {
             Fault::Halt => {
                 let answered = matches!(
                     point,
-                    FaultPoint::FetchAnsweredUnsynced | FaultPoint::ProduceAnsweredUnsynced
+                    FaultPoint::FetchAnsweredUnsynced
+                        | FaultPoint::ProduceAnsweredUnsynced
+                        | FaultPoint::OffsetCommitAnsweredUnsynced
                 );
                 if answered {
                     // After an answer: let it reach the client first (the node runs on

@@ -8,6 +8,7 @@
 //! --features sim --test sim <test>`.
 
 use crate::faults::{FaultPlanOptions, PointInjector};
+use crate::groups::{self, GroupOptions};
 use crate::node::{self, NeedsRestart, Stopped, NODE_PORT, PARTITION_DIR};
 use crate::retention;
 use crate::workload::{self, Workload};
@@ -84,6 +85,11 @@ pub struct Options {
     /// smaller ones are copied. Low by default so that both paths run (fetches here are at
     /// most `workload::READ_BYTES_MAX`).
     pub zero_copy_bytes_min: usize,
+    /// A consumer group consuming a topic of its own alongside (see `groups`); its checkers
+    /// run over the history after the partition's.
+    pub groups: Option<GroupOptions>,
+    /// The simulated disk's sync latency range, in microseconds.
+    pub disk_sync_us: (u64, u64),
 }
 
 impl Default for Options {
@@ -116,6 +122,8 @@ impl Default for Options {
             scrubber_bytes_per_second: 64 * 1024,
             corrupt_at_rest: false,
             final_rot: None,
+            groups: None,
+            disk_sync_us: (200, 2_000),
         }
     }
 }
@@ -170,6 +178,12 @@ impl Recorder {
         self.lock().note(now, process, text);
     }
 
+    /// Records what a group member reported about its membership.
+    pub fn group(&self, process: ProcessId, event: samsa_spec::GroupEvent) {
+        let now = self.now_ns();
+        self.lock().group(now, process, event);
+    }
+
     /// Records what the node reported about its log (opened, corruption found).
     pub fn node(&self, process: ProcessId, event: NodeEvent) {
         let now = self.now_ns();
@@ -203,7 +217,7 @@ const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 /// The node's configuration: small segments and frequent checkpoints so that a short run
 /// rolls segments and exercises recovery from checkpoints.
 fn broker_config(options: &Options) -> BrokerConfig {
-    BrokerConfig {
+    let config = BrokerConfig {
         log_segment_bytes: options.segment_bytes,
         log_index_interval_bytes: 512,
         log_roll_ms: 2_000,
@@ -222,6 +236,16 @@ fn broker_config(options: &Options) -> BrokerConfig {
             port: NODE_PORT,
         }],
         ..BrokerConfig::default()
+    };
+    match options.groups {
+        // The group topic is auto-created with `num.partitions` (the workload's one-partition
+        // topic then has more, which it never uses).
+        Some(_) => BrokerConfig {
+            groups: groups::broker_settings(),
+            num_partitions: groups::GROUP_PARTITIONS,
+            ..config
+        },
+        None => config,
     }
 }
 
@@ -265,7 +289,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     let handle = madsim::runtime::Handle::current();
     let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
     let disk = MemDisk::new(rng.gen());
-    disk.set_latency(50, 200, 2_000);
+    disk.set_latency(50, options.disk_sync_us.0, options.disk_sync_us.1);
     let clock = Clock::new();
     let recorder = Recorder::new();
     let needs_restart: NeedsRestart = Arc::new(AtomicBool::new(false));
@@ -328,6 +352,20 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         };
         joins.push(clients.spawn(client.run()));
     }
+    let phase = groups::Phase {
+        quiet: Arc::new(AtomicBool::new(false)),
+        stop: Arc::clone(&stop),
+    };
+    let group_run = options.groups.clone().map(|group_options| {
+        clients.spawn(groups::run(
+            SocketAddr::new(NODE_IP, NODE_PORT).to_string(),
+            recorder.clone(),
+            SmallRng::seed_from_u64(rng.gen()),
+            clock.clone(),
+            group_options,
+            phase.clone(),
+        ))
+    });
 
     // The nemesis: faults at random moments during the safety phase.
     let mut nemesis = Vec::new();
@@ -506,6 +544,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
 
     // Healing: no more faults; the node must come back and serve.
     injector.arm(false);
+    phase.quiet.store(true, Ordering::Release);
     let (halted, reports, lines) = injector.take_events();
     crashes.extend(reports);
     nemesis.extend(lines);
@@ -536,6 +575,10 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     for join in joins {
         let _ = join.await;
     }
+    let group_watermarks = match group_run {
+        Some(run) => run.await.ok(),
+        None => None,
+    };
 
     // The final crash, then read the disk offline as a fresh process would, with no faults.
     disk.set_fault_injector(None);
@@ -571,12 +614,38 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     crashes.push(final_report);
     let final_log = read_offline(
         &disk,
+        PARTITION_DIR,
         &partition_log_config(&config),
         &clock,
         &recorder,
         corrupted,
     )
     .await;
+    let mut group_finals = BTreeMap::new();
+    if let Some(watermarks) = &group_watermarks {
+        for partition in 0..groups::GROUP_PARTITIONS {
+            let dir = format!("{}-{partition}", groups::GROUP_TOPIC);
+            let log = read_offline(
+                &disk,
+                &dir,
+                &partition_log_config(&config),
+                &clock,
+                &recorder,
+                corrupted,
+            )
+            .await;
+            // A partition whose high watermark the end could not learn is judged on none
+            // of its records: unseen then has nothing to say about it.
+            let high_watermark = watermarks.get(&partition).copied().unwrap_or(0);
+            group_finals.insert(
+                samsa_spec::TopicPartition::new(groups::GROUP_TOPIC, partition),
+                samsa_spec::FinalPartition {
+                    log,
+                    high_watermark,
+                },
+            );
+        }
+    }
     let starts = std::mem::take(&mut *recorder.starts.lock().unwrap_or_else(|p| p.into_inner()));
     let history = recorder.take();
     let healed_appends = history
@@ -602,6 +671,22 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             groups_stable_at_end: false,
         },
     );
+    if options.groups.is_some() {
+        samsa_spec::check_groups(
+            &history,
+            &group_finals,
+            &CheckOptions {
+                synced_corruption_injected: corrupted,
+                retention: false,
+                offsets_may_have_gaps: false,
+                watermark_may_regress: false,
+                group_state_may_regress: false,
+                // The quiet phase let the group stabilise and drain every partition.
+                groups_stable_at_end: group_watermarks.is_some(),
+            },
+            &mut report,
+        );
+    }
     // The node checks its log right after each open (`node::check_dense_at_open`): a log
     // end past the records on disk is a hole the next append would leave.
     for event in history.events() {
@@ -713,27 +798,22 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
 /// corruption was detected.
 async fn read_offline(
     disk: &MemDisk,
+    dir: &str,
     config: &LogConfig,
     clock: &Clock,
     recorder: &Recorder,
     corruption_injected: bool,
 ) -> FinalLog {
     let mut final_log = FinalLog::default();
-    let (log, report) = match Log::open(
-        Disk::mem(disk.clone()),
-        PARTITION_DIR,
-        config.clone(),
-        clock.clone(),
-    )
-    .await
-    {
-        Ok(opened) => opened,
-        Err(e) => {
-            recorder.note(NODE_PROCESS, format!("offline open failed: {e}"));
-            final_log.corruption_detected_at = Some(0);
-            return final_log;
-        }
-    };
+    let (log, report) =
+        match Log::open(Disk::mem(disk.clone()), dir, config.clone(), clock.clone()).await {
+            Ok(opened) => opened,
+            Err(e) => {
+                recorder.note(NODE_PROCESS, format!("offline open failed: {e}"));
+                final_log.corruption_detected_at = Some(0);
+                return final_log;
+            }
+        };
     if let Some(t) = &report.truncated {
         recorder.note(
             NODE_PROCESS,
@@ -752,7 +832,7 @@ async fn read_offline(
     // path: the checkers judge what is on the disk (a hole in the offsets, a corrupt batch
     // recovery kept), which the log's own reads would refuse to serve.
     let mut offset = final_log.log_start_offset;
-    for (_, path) in node::segment_logs(disk.file_names()) {
+    for (_, path) in node::segment_logs_in(disk.file_names(), dir) {
         let image = bytes::Bytes::from(disk.file_image(&path).unwrap_or_default());
         let (mut records, mut bad) = workload::decode_prefix(image, final_log.log_start_offset);
         if corruption_injected {

@@ -167,7 +167,13 @@ fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder)
 /// The partition's segment `.log` files among a disk's file paths, with their base offsets,
 /// in log order.
 pub fn segment_logs(paths: Vec<String>) -> Vec<(i64, String)> {
-    let prefix = format!("{PARTITION_DIR}/");
+    segment_logs_in(paths, PARTITION_DIR)
+}
+
+/// The segment `.log` files of the partition directory `dir`, with their base offsets, in
+/// log order.
+pub fn segment_logs_in(paths: Vec<String>, dir: &str) -> Vec<(i64, String)> {
+    let prefix = format!("{dir}/");
     let mut logs: Vec<(i64, String)> = paths
         .into_iter()
         .filter_map(|path| {

@@ -68,16 +68,7 @@ pub struct Workload {
 
 impl Workload {
     pub async fn run(mut self) {
-        let mut client = Client::new(ClientConfig {
-            bootstrap: vec![self.bootstrap.clone()],
-            client_id: format!("sim-{}", self.process),
-            request_timeout_ms: REQUEST_TIMEOUT_MS,
-            connect_timeout_ms: CONNECT_TIMEOUT_MS,
-            retries_max: 0,
-            retry_backoff_ms: 10,
-            allow_auto_topic_creation: true,
-            ..ClientConfig::default()
-        });
+        let mut client = new_client(&self.bootstrap, &format!("sim-{}", self.process));
         let mut seq: u32 = 0;
         let mut position: i64 = 0;
         let mut producer: Option<ProducerIdentity> = None;
@@ -100,22 +91,8 @@ impl Workload {
 
     /// The next 1..=RECORDS_PER_APPEND_MAX values of this process (from `*seq`, which moves
     /// past them), keyed by the process, in one batch from `builder`.
-    fn next_batch(&mut self, seq: &mut u32, mut builder: BatchBuilder) -> (Vec<Value>, Bytes) {
-        let count = self.rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
-        let values: Vec<Value> = (0..count)
-            .map(|i| Value::new(self.process, *seq + i))
-            .collect();
-        *seq += count;
-        let now_ms = self.clock.now_ms();
-        for v in &values {
-            builder.push(
-                now_ms,
-                Some(&self.process.to_be_bytes()),
-                Some(&v.0.to_be_bytes()),
-                &[],
-            );
-        }
-        (values, builder.build().freeze())
+    fn next_batch(&mut self, seq: &mut u32, builder: BatchBuilder) -> (Vec<Value>, Bytes) {
+        build_batch(self.process, seq, &mut self.rng, &self.clock, builder)
     }
 
     async fn produce(&mut self, client: &mut Client, seq: &mut u32) {
@@ -281,6 +258,45 @@ impl Workload {
         };
         self.recorder.complete(op, outcome);
     }
+}
+
+/// A workload client of the node at `bootstrap`: the simulation's timeouts, no retries
+/// (each history operation is one attempt), topics auto-created.
+pub fn new_client(bootstrap: &str, client_id: &str) -> Client {
+    Client::new(ClientConfig {
+        bootstrap: vec![bootstrap.to_string()],
+        client_id: client_id.to_string(),
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        connect_timeout_ms: CONNECT_TIMEOUT_MS,
+        retries_max: 0,
+        retry_backoff_ms: 10,
+        allow_auto_topic_creation: true,
+        ..ClientConfig::default()
+    })
+}
+
+/// The next 1..=RECORDS_PER_APPEND_MAX values of `process` (from `*seq`, which moves past
+/// them), keyed by the process, in one batch from `builder`.
+pub fn build_batch(
+    process: u32,
+    seq: &mut u32,
+    rng: &mut SmallRng,
+    clock: &Clock,
+    mut builder: BatchBuilder,
+) -> (Vec<Value>, Bytes) {
+    let count = rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
+    let values: Vec<Value> = (0..count).map(|i| Value::new(process, *seq + i)).collect();
+    *seq += count;
+    let now_ms = clock.now_ms();
+    for v in &values {
+        builder.push(
+            now_ms,
+            Some(&process.to_be_bytes()),
+            Some(&v.0.to_be_bytes()),
+            &[],
+        );
+    }
+    (values, builder.build().freeze())
 }
 
 /// Asks the partition's leader for a new idempotent producer id (epoch 0, sequence 0).

@@ -296,17 +296,18 @@ async fn write_parts(
     Ok(())
 }
 
-/// The fault points right after a Produce or Fetch answer went out while unsynced data
+/// The fault points right after a Produce, Fetch or OffsetCommit answer went out while unsynced data
 /// exists: the moment a crash tells whether anything was promised that a power loss takes.
 /// Nothing to gather in production, where the disk has no injector.
 async fn answered(broker: &Broker, api_key: i16) {
     let point = match api_key {
         0 => FaultPoint::ProduceAnsweredUnsynced,
         1 => FaultPoint::FetchAnsweredUnsynced,
+        8 => FaultPoint::OffsetCommitAnsweredUnsynced,
         _ => return,
     };
     if broker.disk.has_fault_injector() && broker.has_unsynced_data().await {
-        // Neither point allows an IO error; a halt does not return.
+        // No such point allows an IO error; a halt does not return.
         let _ = broker.disk.fault(point).await;
     }
 }

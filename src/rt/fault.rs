@@ -52,11 +52,14 @@ pub enum FaultPoint {
     FetchAnsweredUnsynced,
     /// A Produce answer was sent while some partition had unsynced data.
     ProduceAnsweredUnsynced,
+    /// An OffsetCommit answer was sent while some partition (`__consumer_offsets` among
+    /// them) had unsynced data.
+    OffsetCommitAnsweredUnsynced,
 }
 
 impl FaultPoint {
     /// Every point, in report order.
-    pub const ALL: [FaultPoint; 13] = [
+    pub const ALL: [FaultPoint; 14] = [
         FaultPoint::DiskWritten,
         FaultPoint::DiskSyncBefore,
         FaultPoint::DiskSyncAfter,
@@ -70,6 +73,7 @@ impl FaultPoint {
         FaultPoint::CheckpointWrite,
         FaultPoint::FetchAnsweredUnsynced,
         FaultPoint::ProduceAnsweredUnsynced,
+        FaultPoint::OffsetCommitAnsweredUnsynced,
     ];
 
     /// The point's stable name, as reports print it.
@@ -88,6 +92,7 @@ impl FaultPoint {
             FaultPoint::CheckpointWrite => "log.checkpoint.write",
             FaultPoint::FetchAnsweredUnsynced => "broker.fetch.answered_unsynced",
             FaultPoint::ProduceAnsweredUnsynced => "broker.produce.answered_unsynced",
+            FaultPoint::OffsetCommitAnsweredUnsynced => "broker.offset_commit.answered_unsynced",
         }
     }
 
