@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot, Mutex, Notify};
 use crate::broker::config::GroupSettings;
 use crate::broker::partition::{Partition, ReadBound};
 use crate::broker::topics::{NewTopic, TopicError, Topics};
-use crate::coordinator::group::Token;
+use crate::coordinator::group::{Now, Token};
 use crate::coordinator::records::partition_for;
 use crate::coordinator::shard::{Answer, CoordinatorBugs, GroupShard, ShardStatus, Write};
 use crate::log::validator::{self, ValidatorConfig};
@@ -66,7 +66,11 @@ pub struct GroupCoordinator {
 pub struct Shared {
     settings: GroupSettings,
     bugs: CoordinatorBugs,
+    /// The wall clock: record and commit timestamps only.
     clock: Clock,
+    /// The origin of the shards' monotonic milliseconds: their timers run on `rt::time`,
+    /// which never jumps.
+    origin: time::Instant,
     /// Brokers alive in the cluster (a single node: itself).
     alive_brokers: i16,
     inner: Mutex<Inner>,
@@ -117,6 +121,7 @@ impl GroupCoordinator {
                 settings,
                 bugs,
                 clock,
+                origin: time::now(),
                 alive_brokers: 1,
                 inner: Mutex::new(Inner::default()),
                 wake: Notify::new(),
@@ -204,7 +209,7 @@ impl GroupCoordinator {
     pub async fn call(
         &self,
         group_id: &str,
-        step: impl FnOnce(&mut GroupShard, i64, Token),
+        step: impl FnOnce(&mut GroupShard, Now, Token),
     ) -> Result<oneshot::Receiver<Answer>, Unreachable> {
         let mut inner = self.shared.inner.lock().await;
         let partitions = inner.partitions.ok_or(Unreachable::NoOffsetsTopic)?;
@@ -215,7 +220,7 @@ impl GroupCoordinator {
     /// Steps every loaded shard with `step` (ListGroups) and returns each answer's receiver.
     pub async fn call_all(
         &self,
-        mut step: impl FnMut(&mut GroupShard, i64, Token),
+        mut step: impl FnMut(&mut GroupShard, Now, Token),
     ) -> Result<Vec<oneshot::Receiver<Answer>>, Unreachable> {
         let mut inner = self.shared.inner.lock().await;
         if inner.partitions.is_none() {
@@ -237,7 +242,7 @@ impl GroupCoordinator {
     /// (and at least every [`TICK_INTERVAL_MAX_MS`]).
     pub async fn run(self, shutdown: Arc<Latch>) {
         loop {
-            let now_ms = self.shared.clock.now_ms();
+            let now_ms = self.shared.now().monotonic_ms;
             let next_ms = {
                 let inner = self.shared.inner.lock().await;
                 inner
@@ -256,11 +261,11 @@ impl GroupCoordinator {
                 _ = time::sleep(wait) => {}
             }
             let mut inner = self.shared.inner.lock().await;
-            let now_ms = self.shared.clock.now_ms();
+            let now = self.shared.now();
             let indexes: Vec<i32> = inner.shards.keys().copied().collect();
             for index in indexes {
                 if let Some(slot) = inner.shards.get_mut(&index) {
-                    slot.shard.tick(now_ms);
+                    slot.shard.tick(now);
                 }
                 self.shared.process(&mut inner, index).await;
             }
@@ -269,6 +274,17 @@ impl GroupCoordinator {
 }
 
 impl Shared {
+    /// Both clocks, read together.
+    fn now(&self) -> Now {
+        let elapsed_ms = time::now()
+            .saturating_duration_since(self.origin)
+            .as_millis();
+        Now {
+            monotonic_ms: i64::try_from(elapsed_ms).unwrap_or(i64::MAX),
+            wall_ms: self.clock.now_ms(),
+        }
+    }
+
     /// A new shard for `partition`, loading, with its acker task.
     fn install(self: &Arc<Self>, inner: &mut Inner, partition: Arc<Partition>) {
         let index = partition.index;
@@ -295,7 +311,7 @@ impl Shared {
         &self,
         inner: &mut Inner,
         index: i32,
-        step: impl FnOnce(&mut GroupShard, i64, Token),
+        step: impl FnOnce(&mut GroupShard, Now, Token),
     ) -> Result<oneshot::Receiver<Answer>, Unreachable> {
         if !inner.shards.contains_key(&index) {
             return Err(Unreachable::NotCoordinator);
@@ -304,9 +320,9 @@ impl Shared {
         inner.next_token += 1;
         let (tx, rx) = oneshot::channel();
         inner.waiters.insert(token, tx);
-        let now_ms = self.clock.now_ms();
+        let now = self.now();
         if let Some(slot) = inner.shards.get_mut(&index) {
-            step(&mut slot.shard, now_ms, token);
+            step(&mut slot.shard, now, token);
         }
         self.process(inner, index).await;
         self.wake.notify_one();
@@ -515,10 +531,10 @@ impl Shared {
             return;
         }
         let mut inner = self.inner.lock().await;
-        let now_ms = self.clock.now_ms();
+        let now = self.now();
         if let Some(slot) = inner.shards.get_mut(&index) {
             if slot.shard.status() == ShardStatus::Loading {
-                slot.shard.finish_loading(now_ms);
+                slot.shard.finish_loading(now);
             }
         }
         self.wake.notify_one();

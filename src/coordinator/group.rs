@@ -25,6 +25,20 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 
+/// The coordinator's two clocks at one instant. Timers (sessions, rebalance delays and
+/// timeouts, pending member ids, the retention check's schedule) run on `monotonic_ms`, which
+/// never jumps, so a node whose wall clock steps back or forward neither stalls a rebalance
+/// nor expires every session at once. Only what is written to the log or compared with what
+/// was written (commit and state timestamps, offset expiry) uses `wall_ms`, as Kafka does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    /// Milliseconds since an arbitrary origin fixed for the node's process (the driver's
+    /// start); only differences mean anything.
+    pub monotonic_ms: i64,
+    /// Milliseconds since the Unix epoch by the node's wall clock.
+    pub wall_ms: i64,
+}
+
 /// A request awaiting its answer, named by the driver (unique among the shard's waiters).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Token(pub u64);
@@ -83,7 +97,7 @@ pub struct Member {
     /// The member's part of the leader's assignment in the current generation (empty until
     /// the leader's SyncGroup).
     pub assignment: Bytes,
-    /// When the member last proved it is alive (a heartbeat, a join, a sync).
+    /// When the member last proved it is alive (a heartbeat, a join, a sync), monotonic.
     pub last_heartbeat_ms: i64,
     /// The JoinGroup waiting for the rebalance to complete, and its request version.
     pub awaiting_join: Option<(Token, i16)>,
@@ -109,10 +123,10 @@ impl Member {
 
     /// Whether the session timeout passed since the member's last sign of life. A member
     /// awaiting an answer is alive: it is waiting on the coordinator, not the other way round.
-    pub fn has_expired(&self, now_ms: i64) -> bool {
+    pub fn has_expired(&self, monotonic_ms: i64) -> bool {
         self.awaiting_join.is_none()
             && self.awaiting_sync.is_none()
-            && now_ms >= self.last_heartbeat_ms + i64::from(self.session_timeout_ms)
+            && monotonic_ms >= self.last_heartbeat_ms + i64::from(self.session_timeout_ms)
     }
 }
 
@@ -130,6 +144,7 @@ pub struct CommittedOffset {
 /// The rebalance's delayed join (Kafka's `DelayedJoin` and `InitialDelayedJoin`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JoinDeadline {
+    /// Monotonic.
     pub deadline_ms: i64,
     /// Only for the initial delay of a group that was empty: the delay, extended while new
     /// members keep joining, until the rebalance timeout is used up (`remaining_ms`).
@@ -155,7 +170,7 @@ pub struct ClassicGroup {
     /// `group.instance.id` to member id, for static members.
     pub static_members: BTreeMap<String, String>,
     /// Member ids handed out with MEMBER_ID_REQUIRED (KIP-394) that have not joined yet,
-    /// with the time by which they must (their session timeout).
+    /// with the (monotonic) time by which they must (their session timeout).
     pub pending_members: BTreeMap<String, i64>,
     pub current_state_timestamp_ms: i64,
     /// Set while the group is in `PreparingRebalance`.
@@ -170,7 +185,9 @@ pub struct ClassicGroup {
 }
 
 impl ClassicGroup {
-    pub fn new(group_id: String, now_ms: i64) -> ClassicGroup {
+    /// An Empty group; `state_timestamp_ms` is wall-clock time (it is written in the group's
+    /// metadata record and bounds offset retention).
+    pub fn new(group_id: String, state_timestamp_ms: i64) -> ClassicGroup {
         ClassicGroup {
             group_id,
             state: GroupState::Empty,
@@ -181,7 +198,7 @@ impl ClassicGroup {
             members: BTreeMap::new(),
             static_members: BTreeMap::new(),
             pending_members: BTreeMap::new(),
-            current_state_timestamp_ms: now_ms,
+            current_state_timestamp_ms: state_timestamp_ms,
             join_deadline: None,
             new_member_added: false,
             subscribed_topics: None,
@@ -193,8 +210,8 @@ impl ClassicGroup {
         self.state == state
     }
 
-    /// Moves to `next`, asserting Kafka's allowed transitions.
-    pub fn transition(&mut self, next: GroupState, now_ms: i64) {
+    /// Moves to `next` at wall-clock time `wall_ms`, asserting Kafka's allowed transitions.
+    pub fn transition(&mut self, next: GroupState, wall_ms: i64) {
         assert!(
             next.may_follow(self.state),
             "group {}: {} may not follow {}",
@@ -203,7 +220,7 @@ impl ClassicGroup {
             self.state.name()
         );
         self.state = next;
-        self.current_state_timestamp_ms = now_ms;
+        self.current_state_timestamp_ms = wall_ms;
     }
 
     /// The member id a static member's instance id maps to.

@@ -4,7 +4,7 @@
 //! offset retention.
 //!
 //! The shape is raft-rs's: the driver feeds requests (`join_group`, `sync_group`, …, each with
-//! the driver's [`Token`] for its answer and `now_ms`), records read back from the partition
+//! the driver's [`Token`] for its answer and the [`Now`] of both clocks), records read back from the partition
 //! ([`GroupShard::replay`], then [`GroupShard::finish_loading`]) and time ([`GroupShard::tick`]);
 //! [`GroupShard::ready`] hands back what to do: records to append, in order, and answers to
 //! send. After appending a write's records and seeing them durable, the driver calls
@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, VecDeque};
 use bytes::Bytes;
 
 use crate::coordinator::group::{
-    ClassicGroup, CommittedOffset, GroupState, InitialDelay, JoinDeadline, Member, Token,
+    ClassicGroup, CommittedOffset, GroupState, InitialDelay, JoinDeadline, Member, Now, Token,
     CONSUMER_PROTOCOL_TYPE,
 };
 use crate::coordinator::records::{
@@ -351,17 +351,18 @@ impl GroupShard {
         Ok(())
     }
 
-    /// Ends loading: members get a fresh session from `now_ms` (Kafka schedules each loaded
+    /// Ends loading: members get a fresh session from `now` (Kafka schedules each loaded
     /// member's heartbeat expiration at load), and the shard serves requests.
-    pub fn finish_loading(&mut self, now_ms: i64) {
+    pub fn finish_loading(&mut self, now: Now) {
         assert_eq!(self.status, ShardStatus::Loading, "finish_loading twice");
         for group in self.groups.values_mut() {
             for member in group.members.values_mut() {
-                member.last_heartbeat_ms = now_ms;
+                member.last_heartbeat_ms = now.monotonic_ms;
             }
             group.check();
         }
-        self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
+        self.next_retention_check_ms =
+            now.monotonic_ms + self.config.offsets_retention_check_interval_ms;
         self.status = ShardStatus::Active;
     }
 
@@ -519,7 +520,7 @@ impl GroupShard {
 
     pub fn join_group(
         &mut self,
-        now_ms: i64,
+        now: Now,
         token: Token,
         version: i16,
         client: ClientContext,
@@ -561,7 +562,7 @@ impl GroupShard {
         let group = self
             .groups
             .entry(request.group_id.clone())
-            .or_insert_with(|| ClassicGroup::new(request.group_id.clone(), now_ms));
+            .or_insert_with(|| ClassicGroup::new(request.group_id.clone(), now.wall_ms));
         if !group.supports_protocols(&request.protocol_type, &protocols) {
             let empty = group.members.is_empty() && group.offsets.is_empty() && !group_known;
             if empty {
@@ -585,9 +586,9 @@ impl GroupShard {
             self.answer(token, fail(ErrorCode::GROUP_MAX_SIZE_REACHED, ""));
             if known {
                 let code = ErrorCode::GROUP_MAX_SIZE_REACHED;
-                self.remove_member(now_ms, &group_id, &member_id, code);
+                self.remove_member(now, &group_id, &member_id, code);
             } else if was_pending && preparing {
-                self.try_complete_join(now_ms, &group_id);
+                self.try_complete_join(now, &group_id);
             }
             return;
         }
@@ -607,16 +608,16 @@ impl GroupShard {
             protocol_type: request.protocol_type.clone(),
             protocols,
             assignment: Bytes::new(),
-            last_heartbeat_ms: now_ms,
+            last_heartbeat_ms: now.monotonic_ms,
             awaiting_join: Some((token, version)),
             awaiting_sync: None,
             is_new: true,
         };
         let group_id = request.group_id.clone();
         if request.member_id.is_empty() {
-            self.join_unknown_member(now_ms, token, version, &group_id, client, member);
+            self.join_unknown_member(now, token, version, &group_id, client, member);
         } else {
-            self.join_known_member(now_ms, token, &group_id, member);
+            self.join_known_member(now, token, &group_id, member);
         }
         if let Some(group) = self.groups.get(&request.group_id) {
             group.check();
@@ -625,7 +626,7 @@ impl GroupShard {
 
     fn join_unknown_member(
         &mut self,
-        now_ms: i64,
+        now: Now,
         token: Token,
         version: i16,
         group_id: &str,
@@ -640,14 +641,13 @@ impl GroupShard {
         // A static member that is known: the new instance replaces the old (KIP-345).
         if let Some(instance) = member.group_instance_id.clone() {
             if let Some(old_id) = group.static_member(&instance).cloned() {
-                return self
-                    .replace_static_member(now_ms, token, version, group_id, &old_id, member);
+                return self.replace_static_member(now, token, version, group_id, &old_id, member);
             }
         } else if version >= 4 {
             // KIP-394: a dynamic member must join again with the id it is handed.
             group.pending_members.insert(
                 new_member_id.clone(),
-                now_ms + i64::from(member.session_timeout_ms),
+                now.monotonic_ms + i64::from(member.session_timeout_ms),
             );
             return self.answer(
                 token,
@@ -658,10 +658,10 @@ impl GroupShard {
                 }),
             );
         }
-        self.add_member_and_rebalance(now_ms, group_id, member);
+        self.add_member_and_rebalance(now, group_id, member);
     }
 
-    fn join_known_member(&mut self, now_ms: i64, token: Token, group_id: &str, member: Member) {
+    fn join_known_member(&mut self, now: Now, token: Token, group_id: &str, member: Member) {
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
@@ -673,7 +673,7 @@ impl GroupShard {
             })
         };
         if group.pending_members.contains_key(&member.member_id) {
-            return self.add_member_and_rebalance(now_ms, group_id, member);
+            return self.add_member_and_rebalance(now, group_id, member);
         }
         let member_id = member.member_id.clone();
         if group.is_fenced(&member_id, member.group_instance_id.as_deref()) {
@@ -687,7 +687,7 @@ impl GroupShard {
         {
             return self.answer(token, fail(ErrorCode::FENCED_INSTANCE_ID, &member_id));
         }
-        existing.last_heartbeat_ms = now_ms;
+        existing.last_heartbeat_ms = now.monotonic_ms;
         match group.state {
             GroupState::PreparingRebalance => {
                 // A second join replaces the first, which is told to rejoin.
@@ -700,7 +700,7 @@ impl GroupShard {
                     update_member(existing, &member);
                     existing.awaiting_join = member.awaiting_join;
                 }
-                self.try_complete_join(now_ms, group_id);
+                self.try_complete_join(now, group_id);
             }
             GroupState::CompletingRebalance | GroupState::Stable => {
                 let unchanged = existing.matches(&member.protocols);
@@ -712,7 +712,7 @@ impl GroupShard {
                 } else {
                     update_member(existing, &member);
                     existing.awaiting_join = member.awaiting_join;
-                    self.prepare_rebalance(now_ms, group_id);
+                    self.prepare_rebalance(now, group_id);
                 }
             }
             GroupState::Empty | GroupState::Dead => {
@@ -722,7 +722,7 @@ impl GroupShard {
     }
 
     /// Adds a member (its JoinGroup answer waits in `member.awaiting_join`) and rebalances.
-    fn add_member_and_rebalance(&mut self, now_ms: i64, group_id: &str, member: Member) {
+    fn add_member_and_rebalance(&mut self, now: Now, group_id: &str, member: Member) {
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
@@ -731,14 +731,14 @@ impl GroupShard {
         }
         group.add(member);
         match group.state {
-            GroupState::PreparingRebalance => self.try_complete_join(now_ms, group_id),
-            _ => self.prepare_rebalance(now_ms, group_id),
+            GroupState::PreparingRebalance => self.try_complete_join(now, group_id),
+            _ => self.prepare_rebalance(now, group_id),
         }
     }
 
     fn replace_static_member(
         &mut self,
-        now_ms: i64,
+        now: Now,
         token: Token,
         version: i16,
         group_id: &str,
@@ -809,15 +809,15 @@ impl GroupShard {
                 self.write_group(group_id);
                 self.answer(token, Answer::JoinGroup(answer));
             }
-            GroupState::PreparingRebalance => self.try_complete_join(now_ms, group_id),
-            _ => self.prepare_rebalance(now_ms, group_id),
+            GroupState::PreparingRebalance => self.try_complete_join(now, group_id),
+            _ => self.prepare_rebalance(now, group_id),
         }
     }
 
     /// Starts a rebalance (Kafka's `prepareRebalance`): pending syncs are told to rejoin; a
     /// group that was empty waits the initial delay, extended while members keep joining;
     /// others wait for every member up to the rebalance timeout.
-    fn prepare_rebalance(&mut self, now_ms: i64, group_id: &str) {
+    fn prepare_rebalance(&mut self, now: Now, group_id: &str) {
         let initial_delay_ms = i64::from(self.config.initial_rebalance_delay_ms);
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
@@ -835,7 +835,7 @@ impl GroupShard {
         group.join_deadline = Some(if was_empty {
             let delay_ms = initial_delay_ms.min(rebalance_timeout_ms);
             JoinDeadline {
-                deadline_ms: now_ms + delay_ms,
+                deadline_ms: now.monotonic_ms + delay_ms,
                 initial: Some(InitialDelay {
                     delay_ms,
                     remaining_ms: (rebalance_timeout_ms - delay_ms).max(0),
@@ -843,12 +843,12 @@ impl GroupShard {
             }
         } else {
             JoinDeadline {
-                deadline_ms: now_ms + rebalance_timeout_ms,
+                deadline_ms: now.monotonic_ms + rebalance_timeout_ms,
                 initial: None,
             }
         });
         group.new_member_added = false;
-        group.transition(GroupState::PreparingRebalance, now_ms);
+        group.transition(GroupState::PreparingRebalance, now.wall_ms);
         for t in told {
             self.answer(
                 t,
@@ -858,12 +858,12 @@ impl GroupShard {
                 }),
             );
         }
-        self.try_complete_join(now_ms, group_id);
+        self.try_complete_join(now, group_id);
     }
 
     /// Completes the join if every member is in (not during an initial delay, which only
     /// its timer ends).
-    fn try_complete_join(&mut self, now_ms: i64, group_id: &str) {
+    fn try_complete_join(&mut self, now: Now, group_id: &str) {
         let Some(group) = self.groups.get(group_id) else {
             return;
         };
@@ -872,13 +872,13 @@ impl GroupShard {
         }
         let initial = group.join_deadline.is_some_and(|d| d.initial.is_some());
         if !initial && group.has_all_members_joined() {
-            self.complete_join(now_ms, group_id);
+            self.complete_join(now, group_id);
         }
     }
 
     /// Kafka's `onCompleteJoin`: members that did not rejoin are dropped, the generation is
     /// bumped, the protocol chosen, the record written and the joins answered behind it.
-    fn complete_join(&mut self, now_ms: i64, group_id: &str) {
+    fn complete_join(&mut self, now: Now, group_id: &str) {
         let skip_bump = self.bugs.skip_generation_bump;
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
@@ -907,10 +907,10 @@ impl GroupShard {
         }
         if group.members.is_empty() {
             group.protocol_name = None;
-            group.transition(GroupState::Empty, now_ms);
+            group.transition(GroupState::Empty, now.wall_ms);
         } else {
             group.protocol_name = group.select_protocol();
-            group.transition(GroupState::CompletingRebalance, now_ms);
+            group.transition(GroupState::CompletingRebalance, now.wall_ms);
             group.compute_subscribed_topics();
             if !group
                 .leader
@@ -934,7 +934,7 @@ impl GroupShard {
                 ..answer
             };
             if let Some(member) = group.members.get_mut(id) {
-                member.last_heartbeat_ms = now_ms;
+                member.last_heartbeat_ms = now.monotonic_ms;
                 member.is_new = false;
                 member.assignment = Bytes::new();
                 if let Some((t, _)) = member.awaiting_join.take() {
@@ -951,13 +951,7 @@ impl GroupShard {
 
     // ---- SyncGroup ----------------------------------------------------------------------
 
-    pub fn sync_group(
-        &mut self,
-        now_ms: i64,
-        token: Token,
-        version: i16,
-        request: SyncGroupRequest,
-    ) {
+    pub fn sync_group(&mut self, now: Now, token: Token, version: i16, request: SyncGroupRequest) {
         let fail = |code: ErrorCode| {
             Answer::SyncGroup(SyncGroupResponse {
                 error_code: code.code(),
@@ -998,7 +992,7 @@ impl GroupShard {
                 let is_leader = group.leader.as_deref() == Some(request.member_id.as_str());
                 let mut repeated = None;
                 if let Some(member) = group.members.get_mut(&request.member_id) {
-                    member.last_heartbeat_ms = now_ms;
+                    member.last_heartbeat_ms = now.monotonic_ms;
                     repeated = member.awaiting_sync.replace((token, version));
                 }
                 if let Some((old, _)) = repeated {
@@ -1032,7 +1026,7 @@ impl GroupShard {
                         ));
                     }
                 }
-                group.transition(GroupState::Stable, now_ms);
+                group.transition(GroupState::Stable, now.wall_ms);
                 group.check();
                 let group_id = request.group_id.clone();
                 self.write_group(&group_id);
@@ -1045,7 +1039,7 @@ impl GroupShard {
                 let Some(member) = group.members.get_mut(&request.member_id) else {
                     return;
                 };
-                member.last_heartbeat_ms = now_ms;
+                member.last_heartbeat_ms = now.monotonic_ms;
                 let answer = sync_answer(&names, member.assignment.clone());
                 self.answer(token, answer);
             }
@@ -1054,7 +1048,7 @@ impl GroupShard {
 
     // ---- Heartbeat ----------------------------------------------------------------------
 
-    pub fn heartbeat(&mut self, now_ms: i64, token: Token, request: HeartbeatRequest) {
+    pub fn heartbeat(&mut self, now: Now, token: Token, request: HeartbeatRequest) {
         let reply = |code: ErrorCode| {
             Answer::Heartbeat(HeartbeatResponse {
                 error_code: code.code(),
@@ -1075,7 +1069,7 @@ impl GroupShard {
             ErrorCode::ILLEGAL_GENERATION
         } else {
             if let Some(member) = group.members.get_mut(&request.member_id) {
-                member.last_heartbeat_ms = now_ms;
+                member.last_heartbeat_ms = now.monotonic_ms;
             }
             if group.is(GroupState::PreparingRebalance) {
                 ErrorCode::REBALANCE_IN_PROGRESS
@@ -1090,7 +1084,7 @@ impl GroupShard {
 
     pub fn leave_group(
         &mut self,
-        now_ms: i64,
+        now: Now,
         token: Token,
         version: i16,
         request: LeaveGroupRequest,
@@ -1137,12 +1131,7 @@ impl GroupShard {
             let code = match target {
                 Ok(id) if id.is_empty() => ErrorCode::NONE,
                 Ok(id) => {
-                    self.remove_member(
-                        now_ms,
-                        &request.group_id,
-                        &id,
-                        ErrorCode::UNKNOWN_MEMBER_ID,
-                    );
+                    self.remove_member(now, &request.group_id, &id, ErrorCode::UNKNOWN_MEMBER_ID);
                     ErrorCode::NONE
                 }
                 Err(code) => code,
@@ -1169,7 +1158,7 @@ impl GroupShard {
 
     /// Removes a member that left or expired, answering what it awaited with `code`, and
     /// rebalances the others.
-    fn remove_member(&mut self, now_ms: i64, group_id: &str, member_id: &str, code: ErrorCode) {
+    fn remove_member(&mut self, now: Now, group_id: &str, member_id: &str, code: ErrorCode) {
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
@@ -1191,9 +1180,9 @@ impl GroupShard {
         };
         match group.state {
             GroupState::Stable | GroupState::CompletingRebalance => {
-                self.prepare_rebalance(now_ms, group_id)
+                self.prepare_rebalance(now, group_id)
             }
-            GroupState::PreparingRebalance => self.try_complete_join(now_ms, group_id),
+            GroupState::PreparingRebalance => self.try_complete_join(now, group_id),
             GroupState::Empty | GroupState::Dead => {}
         }
     }
@@ -1205,7 +1194,7 @@ impl GroupShard {
     /// `version` is the request's: the answer for a group that does not exist depends on it.
     pub fn offset_commit(
         &mut self,
-        now_ms: i64,
+        now: Now,
         token: Token,
         version: i16,
         request: OffsetCommitRequest,
@@ -1260,9 +1249,9 @@ impl GroupShard {
         let group = self
             .groups
             .entry(request.group_id.clone())
-            .or_insert_with(|| ClassicGroup::new(request.group_id.clone(), now_ms));
+            .or_insert_with(|| ClassicGroup::new(request.group_id.clone(), now.wall_ms));
         if let Some(member) = group.members.get_mut(&request.member_id) {
-            member.last_heartbeat_ms = now_ms;
+            member.last_heartbeat_ms = now.monotonic_ms;
         }
         // A record's strings hold at most i16::MAX bytes, whatever the setting allows.
         let metadata_max = usize::try_from(self.config.offset_metadata_max_bytes)
@@ -1280,12 +1269,12 @@ impl GroupShard {
                     ErrorCode::OFFSET_METADATA_TOO_LARGE
                 } else {
                     let expire = (request.retention_time_ms >= 0)
-                        .then(|| now_ms.saturating_add(request.retention_time_ms));
+                        .then(|| now.wall_ms.saturating_add(request.retention_time_ms));
                     let value = CommittedOffset {
                         offset: p.committed_offset.0,
                         leader_epoch: p.committed_leader_epoch.0,
                         metadata,
-                        commit_timestamp_ms: now_ms,
+                        commit_timestamp_ms: now.wall_ms,
                         expire_timestamp_ms: expire,
                     };
                     group
@@ -1483,7 +1472,7 @@ impl GroupShard {
 
     // ---- DeleteGroups, OffsetDelete -----------------------------------------------------
 
-    pub fn delete_groups(&mut self, now_ms: i64, token: Token, group_ids: Vec<String>) {
+    pub fn delete_groups(&mut self, now: Now, token: Token, group_ids: Vec<String>) {
         let unavailable = self.unavailable();
         let mut results = Vec::new();
         for group_id in group_ids.into_iter().take(GROUPS_PER_REQUEST_MAX) {
@@ -1494,7 +1483,7 @@ impl GroupShard {
                     None => ErrorCode::GROUP_ID_NOT_FOUND,
                     Some(g) if !g.is(GroupState::Empty) => ErrorCode::NON_EMPTY_GROUP,
                     Some(_) => {
-                        self.delete_group(now_ms, &group_id);
+                        self.delete_group(now, &group_id);
                         ErrorCode::NONE
                     }
                 }
@@ -1508,7 +1497,7 @@ impl GroupShard {
     }
 
     /// Tombstones every offset of an empty group, then the group, and forgets it.
-    fn delete_group(&mut self, now_ms: i64, group_id: &str) {
+    fn delete_group(&mut self, now: Now, group_id: &str) {
         let Some(mut group) = self.groups.remove(group_id) else {
             return;
         };
@@ -1524,7 +1513,7 @@ impl GroupShard {
         }
         .encode();
         self.push_record(key, None);
-        group.transition(GroupState::Dead, now_ms);
+        group.transition(GroupState::Dead, now.wall_ms);
     }
 
     pub fn offset_delete(&mut self, token: Token, request: OffsetDeleteRequest) {
@@ -1585,9 +1574,9 @@ impl GroupShard {
 
     // ---- time ---------------------------------------------------------------------------
 
-    /// Runs every timer due at `now_ms`: expired sessions and handed-out member ids, ended
+    /// Runs every timer due at `now`: expired sessions and handed-out member ids, ended
     /// rebalance delays, and (every `offsets.retention.check.interval.ms`) offset expiry.
-    pub fn tick(&mut self, now_ms: i64) {
+    pub fn tick(&mut self, now: Now) {
         if self.status != ShardStatus::Active {
             return;
         }
@@ -1598,37 +1587,38 @@ impl GroupShard {
             };
             group
                 .pending_members
-                .retain(|_, deadline| *deadline > now_ms);
+                .retain(|_, deadline| *deadline > now.monotonic_ms);
             let expired: Vec<String> = group
                 .members
                 .values()
-                .filter(|m| m.has_expired(now_ms))
+                .filter(|m| m.has_expired(now.monotonic_ms))
                 .map(|m| m.member_id.clone())
                 .collect();
             for member_id in expired {
-                self.remove_member(now_ms, group_id, &member_id, ErrorCode::UNKNOWN_MEMBER_ID);
+                self.remove_member(now, group_id, &member_id, ErrorCode::UNKNOWN_MEMBER_ID);
             }
-            self.tick_join(now_ms, group_id);
+            self.tick_join(now, group_id);
             if let Some(group) = self.groups.get(group_id) {
                 group.check();
             }
         }
-        if now_ms >= self.next_retention_check_ms {
-            self.next_retention_check_ms = now_ms + self.config.offsets_retention_check_interval_ms;
-            self.expire_offsets(now_ms);
+        if now.monotonic_ms >= self.next_retention_check_ms {
+            self.next_retention_check_ms =
+                now.monotonic_ms + self.config.offsets_retention_check_interval_ms;
+            self.expire_offsets(now);
         }
     }
 
-    fn tick_join(&mut self, now_ms: i64, group_id: &str) {
+    fn tick_join(&mut self, now: Now, group_id: &str) {
         let Some(group) = self.groups.get_mut(group_id) else {
             return;
         };
         let Some(deadline) = group.join_deadline else {
             return;
         };
-        if now_ms < deadline.deadline_ms {
+        if now.monotonic_ms < deadline.deadline_ms {
             // Every member in: a regular rebalance ends early (an initial delay does not).
-            return self.try_complete_join(now_ms, group_id);
+            return self.try_complete_join(now, group_id);
         }
         match deadline.initial {
             Some(initial) if group.new_member_added && initial.remaining_ms > 0 => {
@@ -1636,14 +1626,14 @@ impl GroupShard {
                 let delay_ms = initial.delay_ms.min(initial.remaining_ms);
                 group.new_member_added = false;
                 group.join_deadline = Some(JoinDeadline {
-                    deadline_ms: now_ms + delay_ms,
+                    deadline_ms: now.monotonic_ms + delay_ms,
                     initial: Some(InitialDelay {
                         delay_ms: initial.delay_ms,
                         remaining_ms: initial.remaining_ms - delay_ms,
                     }),
                 });
             }
-            _ => self.complete_join(now_ms, group_id),
+            _ => self.complete_join(now, group_id),
         }
     }
 
@@ -1651,7 +1641,9 @@ impl GroupShard {
     /// or, for a consumer group that is not empty, for topics it no longer subscribes to,
     /// after their commit; an explicit expiry (OffsetCommit v2-4) wins. An empty group left
     /// without offsets is deleted.
-    fn expire_offsets(&mut self, now_ms: i64) {
+    fn expire_offsets(&mut self, now: Now) {
+        // Commit and state timestamps are wall-clock times from the log.
+        let now_ms = now.wall_ms;
         let retention_ms = self.config.offsets_retention_ms;
         let ids: Vec<String> = self.groups.keys().cloned().collect();
         for group_id in ids {
@@ -1686,7 +1678,7 @@ impl GroupShard {
                 self.write_offset(&group_id, topic, *partition, None);
             }
             if delete {
-                self.delete_group(now_ms, &group_id);
+                self.delete_group(now, &group_id);
             }
         }
     }

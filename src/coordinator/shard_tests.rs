@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::coordinator::group::{GroupState, Token};
+use crate::coordinator::group::{GroupState, Now, Token};
 use crate::coordinator::shard::*;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::heartbeat::HeartbeatRequest;
@@ -21,6 +21,12 @@ use crate::protocol::sync_group::{SyncGroupRequest, SyncGroupRequestAssignment};
 use crate::protocol::types::{LeaderEpoch, Offset};
 
 const SESSION_MS: i32 = 10_000;
+/// The harness's wall clock at monotonic 0 (any instant well after the epoch).
+const WALL_START_MS: i64 = 1_700_000_000_000;
+const START: Now = Now {
+    monotonic_ms: 0,
+    wall_ms: WALL_START_MS,
+};
 const DELAY_MS: i32 = 3_000;
 
 /// A shard with its partition's log, completing writes at once unless told otherwise.
@@ -31,7 +37,7 @@ struct Harness {
     in_flight: Vec<u64>,
     auto_complete: bool,
     next_token: u64,
-    now_ms: i64,
+    now: Now,
 }
 
 impl Harness {
@@ -41,7 +47,7 @@ impl Harness {
 
     fn with(config: GroupConfig, bugs: CoordinatorBugs) -> Harness {
         let mut shard = GroupShard::new(0, config, bugs);
-        shard.finish_loading(0);
+        shard.finish_loading(START);
         Harness {
             shard,
             log: Vec::new(),
@@ -49,7 +55,7 @@ impl Harness {
             in_flight: Vec::new(),
             auto_complete: true,
             next_token: 0,
-            now_ms: 0,
+            now: START,
         }
     }
 
@@ -85,8 +91,17 @@ impl Harness {
     }
 
     fn advance(&mut self, ms: i64) {
-        self.now_ms += ms;
-        self.shard.tick(self.now_ms);
+        self.now.monotonic_ms += ms;
+        self.now.wall_ms += ms;
+        self.shard.tick(self.now);
+        self.pump();
+    }
+
+    /// Steps the wall clock alone by `ms` (an NTP step, a VM resumed), as a node's clock
+    /// jumps; the monotonic clock does not move.
+    fn jump_wall_clock(&mut self, ms: i64) {
+        self.now.wall_ms += ms;
+        self.shard.tick(self.now);
         self.pump();
     }
 
@@ -120,7 +135,7 @@ impl Harness {
             new_member_id: format!("client-{}", token.0),
         };
         self.shard
-            .join_group(self.now_ms, token, version, client, request);
+            .join_group(self.now, token, version, client, request);
         self.pump();
         token
     }
@@ -147,7 +162,7 @@ impl Harness {
                 .collect(),
             ..Default::default()
         };
-        self.shard.sync_group(self.now_ms, token, 5, request);
+        self.shard.sync_group(self.now, token, 5, request);
         self.pump();
         token
     }
@@ -167,7 +182,7 @@ impl Harness {
             member_id: member_id.into(),
             ..Default::default()
         };
-        self.shard.heartbeat(self.now_ms, token, request);
+        self.shard.heartbeat(self.now, token, request);
         self.pump();
         match self.answers.remove(&token) {
             Some(Answer::Heartbeat(r)) => r.error_code,
@@ -193,7 +208,7 @@ impl Harness {
             ..Default::default()
         };
         self.shard
-            .offset_commit(self.now_ms, token, 9, request, &|t, p| t == "t" && p == 0);
+            .offset_commit(self.now, token, 9, request, &|t, p| t == "t" && p == 0);
         self.pump();
         token
     }
@@ -311,6 +326,36 @@ fn the_initial_delay_is_extended_while_members_keep_joining() {
     assert_eq!(h.join_answer(b).unwrap().generation_id, 1);
 }
 
+/// Seed 296 of the group simulation: a backward step of the broker's wall clock (-478 s)
+/// held a rebalance for as long, because the join deadline ran on the wall clock.
+#[test]
+fn a_wall_clock_step_back_does_not_hold_the_initial_delay() {
+    let mut h = Harness::new();
+    let join = h.join(3, "", None, &["range"]);
+    h.advance(10);
+    h.jump_wall_clock(-478_000);
+    h.advance(i64::from(DELAY_MS) - 10);
+    let joined = h.join_answer(join).unwrap();
+    assert_eq!((joined.error_code, joined.generation_id), (0, 1));
+    assert_eq!(h.state(), GroupState::CompletingRebalance);
+}
+
+#[test]
+fn a_wall_clock_step_forward_expires_no_session() {
+    let mut h = Harness::new();
+    let (leader, follower) = h.stable_pair();
+    h.jump_wall_clock(10 * i64::from(SESSION_MS));
+    assert_eq!(h.state(), GroupState::Stable);
+    assert_eq!(h.heartbeat(&leader, 1), 0);
+    assert_eq!(h.heartbeat(&follower, 1), 0);
+    // Sessions still end on the monotonic clock: the follower, silent from here, expires.
+    h.advance(i64::from(SESSION_MS) / 2);
+    assert_eq!(h.heartbeat(&leader, 1), 0);
+    h.advance(i64::from(SESSION_MS) / 2);
+    assert_eq!(h.state(), GroupState::PreparingRebalance);
+    assert!(!h.shard.group("g").unwrap().members.contains_key(&follower));
+}
+
 #[test]
 fn answers_wait_for_their_records_to_be_durable() {
     let mut h = Harness::new();
@@ -321,7 +366,7 @@ fn answers_wait_for_their_records_to_be_durable() {
     // A heartbeat behind the commit waits too: nothing is told before what precedes it.
     let token = h.token();
     h.shard.heartbeat(
-        h.now_ms,
+        h.now,
         token,
         HeartbeatRequest {
             group_id: "g".into(),
@@ -421,7 +466,7 @@ fn the_bug_skips_the_generation_bump() {
     let (leader, follower) = h.stable_pair();
     let t = h.token();
     h.shard.leave_group(
-        h.now_ms,
+        h.now,
         t,
         3,
         LeaveGroupRequest {
@@ -516,7 +561,7 @@ fn a_static_member_restarted_within_its_session_keeps_its_assignment_without_a_r
     // The old member id is fenced.
     let token = h.token();
     h.shard.heartbeat(
-        h.now_ms,
+        h.now,
         token,
         HeartbeatRequest {
             group_id: "g".into(),
@@ -544,7 +589,7 @@ fn joins_with_bad_settings_are_refused() {
         new_member_id: "c-1".into(),
     };
     h.shard.join_group(
-        0,
+        h.now,
         token,
         5,
         client.clone(),
@@ -563,7 +608,7 @@ fn joins_with_bad_settings_are_refused() {
     let (_, _) = h.stable_pair();
     let token = h.token();
     h.shard.join_group(
-        0,
+        h.now,
         token,
         5,
         client,
@@ -657,7 +702,7 @@ fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
     }
     let token = h.token();
     h.shard
-        .delete_groups(h.now_ms, token, vec!["g".into(), "nope".into()]);
+        .delete_groups(h.now, token, vec!["g".into(), "nope".into()]);
     h.pump();
     match h.answers.remove(&token) {
         Some(Answer::DeleteGroups(r)) => {
@@ -669,7 +714,7 @@ fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
     // Both leave; the group becomes Empty after the rebalance completes, then is deleted.
     let token = h.token();
     h.shard.leave_group(
-        h.now_ms,
+        h.now,
         token,
         3,
         LeaveGroupRequest {
@@ -690,7 +735,7 @@ fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
     h.pump();
     assert_eq!(h.state(), GroupState::Empty);
     let token = h.token();
-    h.shard.delete_groups(h.now_ms, token, vec!["g".into()]);
+    h.shard.delete_groups(h.now, token, vec!["g".into()]);
     h.pump();
     match h.answers.remove(&token) {
         Some(Answer::DeleteGroups(r)) => assert_eq!(r[0].error_code, 0),
@@ -700,8 +745,9 @@ fn offsets_cannot_be_deleted_while_subscribed_and_groups_only_when_empty() {
     assert_eq!(h.fetched(), -1);
 }
 
-#[test]
-fn offsets_of_an_empty_group_expire_after_the_retention() {
+/// A harness whose offsets expire a minute after commit (checked every second), with offset
+/// 5 of `t`-0 committed by an empty group.
+fn committed_with_a_minute_of_retention() -> Harness {
     let config = GroupConfig {
         offsets_retention_ms: 60_000,
         offsets_retention_check_interval_ms: 1_000,
@@ -710,6 +756,12 @@ fn offsets_of_an_empty_group_expire_after_the_retention() {
     let mut h = Harness::with(config, CoordinatorBugs::default());
     let c = h.commit("", -1, 5, "");
     assert_eq!(h.commit_code(c), Some(0));
+    h
+}
+
+#[test]
+fn offsets_of_an_empty_group_expire_after_the_retention() {
+    let mut h = committed_with_a_minute_of_retention();
     h.advance(59_000);
     assert_eq!(h.fetched(), 5);
     h.advance(2_000);
@@ -719,6 +771,19 @@ fn offsets_of_an_empty_group_expire_after_the_retention() {
         GroupState::Dead,
         "an empty group without offsets is deleted"
     );
+}
+
+/// Retention compares the wall clock with the commit's wall-clock timestamp, as Kafka does:
+/// the check runs on its monotonic schedule, but what expires is decided by wall time.
+#[test]
+fn offset_retention_runs_on_the_wall_clock() {
+    let mut h = committed_with_a_minute_of_retention();
+    h.jump_wall_clock(-120_000);
+    h.advance(61_000);
+    assert_eq!(h.fetched(), 5, "the wall clock went back: not yet expired");
+    h.jump_wall_clock(120_000);
+    h.advance(1_000);
+    assert_eq!(h.fetched(), -1);
 }
 
 #[test]
@@ -731,7 +796,7 @@ fn replaying_the_log_rebuilds_groups_and_offsets() {
     for (key, value) in &h.log {
         other.replay(key, value.as_deref()).unwrap();
     }
-    other.finish_loading(h.now_ms);
+    other.finish_loading(h.now);
     let before = h.shard.group("g").unwrap();
     let after = other.group("g").unwrap();
     assert_eq!(after.state, GroupState::Stable);
@@ -751,7 +816,7 @@ fn replaying_the_log_rebuilds_groups_and_offsets() {
         in_flight: Vec::new(),
         auto_complete: true,
         next_token: 100,
-        now_ms: h.now_ms,
+        now: h.now,
     };
     assert_eq!(h2.heartbeat(&follower, 1), 0);
     assert_eq!(h2.fetched(), 11);
@@ -801,9 +866,9 @@ fn every_api(shard: &mut GroupShard) -> Vec<(&'static str, Answer)> {
         ..Default::default()
     };
     let member = |api: &str| format!("{api}-member");
-    shard.join_group(0, Token(1), 9, client, join);
+    shard.join_group(START, Token(1), 9, client, join);
     shard.sync_group(
-        0,
+        START,
         Token(2),
         5,
         SyncGroupRequest {
@@ -814,7 +879,7 @@ fn every_api(shard: &mut GroupShard) -> Vec<(&'static str, Answer)> {
         },
     );
     shard.heartbeat(
-        0,
+        START,
         Token(3),
         HeartbeatRequest {
             group_id: "g".into(),
@@ -824,7 +889,7 @@ fn every_api(shard: &mut GroupShard) -> Vec<(&'static str, Answer)> {
         },
     );
     shard.leave_group(
-        0,
+        START,
         Token(4),
         3,
         LeaveGroupRequest {
@@ -849,10 +914,10 @@ fn every_api(shard: &mut GroupShard) -> Vec<(&'static str, Answer)> {
         }],
         ..Default::default()
     };
-    shard.offset_commit(0, Token(5), 9, commit, &|_, _| true);
+    shard.offset_commit(START, Token(5), 9, commit, &|_, _| true);
     shard.offset_fetch(Token(6), vec![("g".into(), None)]);
     shard.describe_groups(Token(7), 6, vec!["g".into()], false);
-    shard.delete_groups(0, Token(8), vec!["g".into()]);
+    shard.delete_groups(START, Token(8), vec!["g".into()]);
     shard.offset_delete(
         Token(9),
         OffsetDeleteRequest {
@@ -928,7 +993,7 @@ fn every_api_answers_load_in_progress_while_loading_and_not_coordinator_once_unl
     expect_all(&mut shard, ErrorCode::COORDINATOR_LOAD_IN_PROGRESS);
     assert_eq!(shard.status(), ShardStatus::Loading);
     // Loaded: the group is served.
-    shard.finish_loading(0);
+    shard.finish_loading(START);
     let token = Token(100);
     shard.offset_fetch(token, vec![("g".into(), None)]);
     match shard.ready().answers.pop() {

@@ -23,8 +23,8 @@ pub async fn start(
         let id = group_id.clone();
         let rx = broker
             .coordinator
-            .call(&group_id, move |shard, now_ms, token| {
-                shard.delete_groups(now_ms, token, vec![id])
+            .call(&group_id, move |shard, now, token| {
+                shard.delete_groups(now, token, vec![id])
             })
             .await;
         pending.push((group_id, rx));

@@ -25,7 +25,7 @@ pub async fn start(
         let id = group_id.clone();
         let rx = broker
             .coordinator
-            .call(&group_id, move |shard, _now_ms, token| {
+            .call(&group_id, move |shard, _now, token| {
                 shard.describe_groups(token, version, vec![id], include)
             })
             .await;

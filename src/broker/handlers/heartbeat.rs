@@ -22,8 +22,8 @@ pub async fn start(
     let group_id = request.group_id.clone();
     let rx = broker
         .coordinator
-        .call(&group_id, move |shard, now_ms, token| {
-            shard.heartbeat(now_ms, token, request)
+        .call(&group_id, move |shard, now, token| {
+            shard.heartbeat(now, token, request)
         })
         .await;
     later(

@@ -32,8 +32,8 @@ pub async fn start(
     let group_id = request.group_id.clone();
     let rx = broker
         .coordinator
-        .call(&group_id, move |shard, now_ms, token| {
-            shard.join_group(now_ms, token, version, client, request)
+        .call(&group_id, move |shard, now, token| {
+            shard.join_group(now, token, version, client, request)
         })
         .await;
     later(

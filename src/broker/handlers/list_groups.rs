@@ -22,7 +22,7 @@ pub async fn start(
     let types = request.types_filter;
     let parts = broker
         .coordinator
-        .call_all(|shard, _now_ms, token| shard.list_groups(token, &states, &types))
+        .call_all(|shard, _now, token| shard.list_groups(token, &states, &types))
         .await;
     later(
         correlation_id,

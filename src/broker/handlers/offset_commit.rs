@@ -68,8 +68,8 @@ pub async fn start(
     };
     let rx = broker
         .coordinator
-        .call(&group_id, move |shard, now_ms, token| {
-            shard.offset_commit(now_ms, token, version, request, &exists)
+        .call(&group_id, move |shard, now, token| {
+            shard.offset_commit(now, token, version, request, &exists)
         })
         .await;
     later(

@@ -23,7 +23,7 @@ pub async fn start(
     let group_id = request.group_id.clone();
     let rx = broker
         .coordinator
-        .call(&group_id, move |shard, _now_ms, token| {
+        .call(&group_id, move |shard, _now, token| {
             shard.offset_delete(token, request)
         })
         .await;

@@ -47,7 +47,7 @@ pub async fn start(
         let question = (group_id.clone(), topics);
         let rx = broker
             .coordinator
-            .call(&group_id, move |shard, _now_ms, token| {
+            .call(&group_id, move |shard, _now, token| {
                 shard.offset_fetch(token, vec![question])
             })
             .await;

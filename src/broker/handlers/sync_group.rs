@@ -24,8 +24,8 @@ pub async fn start(
     let group_id = request.group_id.clone();
     let rx = broker
         .coordinator
-        .call(&group_id, move |shard, now_ms, token| {
-            shard.sync_group(now_ms, token, version, request)
+        .call(&group_id, move |shard, now, token| {
+            shard.sync_group(now, token, version, request)
         })
         .await;
     later(
