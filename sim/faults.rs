@@ -54,6 +54,9 @@ pub struct FaultPlanOptions {
     /// Points enabled in every seed at the highest rate, whatever the draw (a planted bug's
     /// test aims the faults at its window).
     pub always: Vec<FaultPoint>,
+    /// Whether the per-seed draw enables points (else only `always` ones fire). The draw is
+    /// made either way, so the generator's sequence does not depend on it.
+    pub drawn: bool,
 }
 
 struct Inner {
@@ -117,7 +120,7 @@ impl PointInjector {
             let rate = rng.gen_range(min..=max).exp() as u32;
             if options.always.contains(&point) {
                 rates.insert(point, FIRE_PER_MILLION_MAX);
-            } else if enabled {
+            } else if enabled && options.drawn {
                 rates.insert(
                     point,
                     rate.clamp(FIRE_PER_MILLION_MIN, FIRE_PER_MILLION_MAX),

@@ -110,6 +110,11 @@ pub struct GroupOptions {
     pub members: u32,
     /// Members crash and pause past their session timeout during the safety phase.
     pub member_faults: bool,
+    /// A commit leaves out partitions whose position has not moved since their offset was
+    /// last fetched or acknowledged (librdkafka's auto-commit does the same), so every
+    /// commit sent changes the stored offset and a lost one shows in the next OffsetFetch.
+    /// Off by default: a zombie's unchanged commit is what the stale-generation checks see.
+    pub skip_unchanged_commits: bool,
 }
 
 impl Default for GroupOptions {
@@ -117,6 +122,7 @@ impl Default for GroupOptions {
         GroupOptions {
             members: 3,
             member_faults: true,
+            skip_unchanged_commits: false,
         }
     }
 }
@@ -280,6 +286,7 @@ async fn member_slot(
             member_id: String::new(),
             joined: None,
             positions: BTreeMap::new(),
+            committed: BTreeMap::new(),
             high_watermarks: BTreeMap::new(),
             previous: None,
             owned: Arc::clone(&owned),
@@ -362,6 +369,9 @@ struct Member {
     joined: Option<Joined>,
     /// The next offset to consume of each owned partition.
     positions: BTreeMap<i32, i64>,
+    /// The offset of each owned partition as last fetched or acknowledged in this
+    /// generation (for `GroupOptions::skip_unchanged_commits`).
+    committed: BTreeMap<i32, i64>,
     /// The high watermark each owned partition's latest poll answered.
     high_watermarks: BTreeMap<i32, i64>,
     /// The generation and positions before the latest rebalance, for the late commit.
@@ -623,6 +633,7 @@ impl Member {
             }
             let partitions = decode_assignment(&synced.assignment);
             self.positions.clear();
+            self.committed.clear();
             self.high_watermarks.clear();
             self.joined = Some(Joined {
                 generation: response.generation_id,
@@ -716,11 +727,16 @@ impl Member {
             .partitions
             .iter()
             .filter_map(|p| self.positions.get(p).map(|&o| (*p, o)))
+            .filter(|(p, o)| {
+                !self.options.skip_unchanged_commits || self.committed.get(p) != Some(o)
+            })
             .collect();
         if offsets.is_empty() {
             return;
         }
-        let call = self.commit_offsets(joined.generation, offsets).await;
+        let call = self
+            .commit_offsets(joined.generation, offsets.clone())
+            .await;
         // A refusal of the current generation's commit means the member must rejoin; one
         // of a late commit of an older generation is what the coordinator must answer.
         if self
@@ -728,6 +744,9 @@ impl Member {
             .as_ref()
             .is_some_and(|j| j.generation == joined.generation)
         {
+            if matches!(call, Call::Ok(())) {
+                self.committed.extend(offsets);
+            }
             self.settle(call);
         }
     }
@@ -823,6 +842,10 @@ impl Member {
                         let committed = (p.committed_offset.0 >= 0).then_some(p.committed_offset.0);
                         self.positions
                             .insert(p.partition_index, committed.unwrap_or(0));
+                        match committed {
+                            Some(offset) => self.committed.insert(p.partition_index, offset),
+                            None => self.committed.remove(&p.partition_index),
+                        };
                         offsets.push((tp(p.partition_index), committed));
                     }
                 }

@@ -69,6 +69,12 @@ pub struct Options {
     pub producer_state_checks: bool,
     /// Faults timed on events: the named fault points of `rt::fault` (see `faults`).
     pub fault_points: bool,
+    /// The per-seed draw enables fault points; off, only `fault_points_always` fire (a
+    /// planted bug's test that aims at one window and wants no other crash).
+    pub drawn_fault_points: bool,
+    /// The nemesis's faults on a timer (kills, IO errors, clock jumps, graceful restarts,
+    /// clogged and slow links); off, only fault points fire.
+    pub timed_faults: bool,
     /// Fault points enabled at the highest rate in every seed (a planted bug's window).
     pub fault_points_always: Vec<FaultPoint>,
     /// Deliberate bugs planted in the broker (planted-bug tests only).
@@ -116,6 +122,8 @@ impl Default for Options {
             idempotent: false,
             producer_state_checks: true,
             fault_points: true,
+            drawn_fault_points: true,
+            timed_faults: true,
             fault_points_always: Vec::new(),
             bugs: BrokerBugs::default(),
             zero_copy_bytes_min: 512,
@@ -301,6 +309,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             crash_modes: options.crash_modes.clone(),
             io_errors: options.io_errors,
             always: options.fault_points_always.clone(),
+            drawn: options.drawn_fault_points,
         },
         recorder.clone(),
     ));
@@ -455,6 +464,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             continue;
         }
         if now < next_fault || restart_at.is_some() {
+            continue;
+        }
+        if !options.timed_faults {
             continue;
         }
         next_fault = now + Duration::from_millis(rng.gen_range(100..1_200));
