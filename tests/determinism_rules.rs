@@ -160,6 +160,8 @@ const CORE_FILES: &[(&str, Scope)] = &[
     // the partitioner's generator from the caller).
     ("src/client/producer.rs", Scope::Block("impl State")),
     ("src/log/producer_state.rs", Scope::File),
+    ("src/client/group/assignor.rs", Scope::File),
+    ("src/client/group/member.rs", Scope::File),
 ];
 
 /// `text` with comments, string and character literals blanked (newlines kept, so lines

@@ -26,7 +26,6 @@ use std::time::Duration;
 use crate::client::connection::Connection;
 use crate::client::{Client, ClientConfig};
 use crate::protocol::error::ErrorCode;
-use crate::protocol::find_coordinator::{FindCoordinatorRequest, FindCoordinatorResponse};
 use crate::protocol::offset_commit::{
     OffsetCommitRequest, OffsetCommitRequestPartition, OffsetCommitRequestTopic,
     OffsetCommitResponse,
@@ -206,50 +205,18 @@ async fn coordinator<'a>(
     client: &'a mut Client,
     group: &str,
 ) -> Result<&'a mut Connection, String> {
-    let any = client
-        .brokers()
-        .keys()
-        .next()
-        .copied()
-        .ok_or("the metadata names no broker")?;
-    let mut last = ErrorCode::NONE;
+    let mut last = String::new();
     for _ in 0..COORDINATOR_ATTEMPTS_MAX {
-        let conn = client
-            .broker_connection(any)
-            .await
-            .map_err(|e| e.to_string())?;
-        let version = conn
-            .version_for(FindCoordinatorRequest::API_KEY)
-            .map_err(|e| e.to_string())?;
-        // One key before v4, a batch of keys from v4: each field exists only in its versions.
-        let request = if version >= 4 {
-            FindCoordinatorRequest {
-                key_type: 0,
-                coordinator_keys: vec![group.to_owned()],
-                ..Default::default()
+        match client.find_coordinator(group).await {
+            Ok(found) => {
+                return client
+                    .broker_connection(found.node_id)
+                    .await
+                    .map_err(|e| e.to_string())
             }
-        } else {
-            FindCoordinatorRequest {
-                key: group.to_owned(),
-                key_type: 0,
-                ..Default::default()
-            }
-        };
-        let found: FindCoordinatorResponse = conn
-            .send(FindCoordinatorRequest::API_KEY, version, &request)
-            .await
-            .map_err(|e| format!("FindCoordinator: {e}"))?;
-        let (code, node) = match found.coordinators.first() {
-            Some(c) if version >= 4 => (c.error_code, c.node_id),
-            _ => (found.error_code, found.node_id),
-        };
-        if code == 0 {
-            return client
-                .broker_connection(node.get())
-                .await
-                .map_err(|e| e.to_string());
+            Err(e) if e.is_retriable() => last = e.to_string(),
+            Err(e) => return Err(e.to_string()),
         }
-        last = ErrorCode(code);
         crate::rt::time::sleep(Duration::from_millis(COORDINATOR_RETRY_MS)).await;
     }
     Err(format!(

@@ -143,6 +143,23 @@ impl Default for FetchOptions {
     }
 }
 
+impl FetchOptions {
+    /// A consumer's sessionless Fetch of `topics` with these knobs.
+    pub fn request(&self, topics: Vec<FetchTopic>) -> FetchRequest {
+        FetchRequest {
+            replica_id: NodeId::NONE,
+            max_wait_ms: self.max_wait_ms,
+            min_bytes: self.min_bytes,
+            max_bytes: self.max_bytes,
+            isolation_level: self.isolation_level,
+            session_id: 0,
+            session_epoch: -1,
+            topics,
+            ..FetchRequest::default()
+        }
+    }
+}
+
 /// What a Fetch returned for one partition. A non-retriable partition error (such as
 /// OFFSET_OUT_OF_RANGE) comes back here, with the watermarks, rather than as an `Err`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -221,7 +238,7 @@ impl Client {
         i32::try_from(self.config.request_timeout_ms).unwrap_or(i32::MAX)
     }
 
-    fn limits(&self) -> ConnectionLimits {
+    pub(super) fn limits(&self) -> ConnectionLimits {
         ConnectionLimits {
             response_bytes_max: self.config.response_bytes_max,
             request_timeout_ms: self.config.request_timeout_ms,
@@ -597,26 +614,16 @@ impl Client {
             PartitionOp::Fetch { offset, options } => {
                 let api_key = FetchRequest::API_KEY;
                 let version = conn.version_for(api_key)?;
-                let request = FetchRequest {
-                    replica_id: NodeId::NONE,
-                    max_wait_ms: options.max_wait_ms,
-                    min_bytes: options.min_bytes,
-                    max_bytes: options.max_bytes,
-                    isolation_level: options.isolation_level,
-                    session_id: 0,
-                    session_epoch: -1,
-                    topics: vec![FetchTopic {
-                        topic: topic.to_owned(),
-                        partitions: vec![FetchPartition {
-                            partition,
-                            fetch_offset: Offset(*offset),
-                            partition_max_bytes: options.partition_max_bytes,
-                            ..FetchPartition::default()
-                        }],
-                        ..FetchTopic::default()
+                let request = options.request(vec![FetchTopic {
+                    topic: topic.to_owned(),
+                    partitions: vec![FetchPartition {
+                        partition,
+                        fetch_offset: Offset(*offset),
+                        partition_max_bytes: options.partition_max_bytes,
+                        ..FetchPartition::default()
                     }],
-                    ..FetchRequest::default()
-                };
+                    ..FetchTopic::default()
+                }]);
                 let wait_ms = u64::try_from(options.max_wait_ms).unwrap_or(0);
                 let response: FetchResponse = conn
                     .send_with_timeout(

@@ -124,6 +124,12 @@ pub enum ClientError {
     InvalidBatch { reason: String },
     /// The caller passed something the client cannot send (an empty topic list, ...).
     InvalidArgument { reason: String },
+    /// A group API answered with an error for a group.
+    Group {
+        group: String,
+        api: &'static str,
+        code: ErrorCode,
+    },
 }
 
 impl ClientError {
@@ -138,7 +144,9 @@ impl ClientError {
             | ClientError::CorrelationMismatch { .. }
             | ClientError::UnknownBroker { .. }
             | ClientError::NoBrokerReachable { .. } => true,
-            ClientError::Kafka { code, .. } => code_is_retriable(*code),
+            ClientError::Kafka { code, .. } | ClientError::Group { code, .. } => {
+                code_is_retriable(*code)
+            }
             _ => false,
         }
     }
@@ -162,7 +170,7 @@ impl ClientError {
     /// The Kafka error code, if the broker answered with one.
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            ClientError::Kafka { code, .. } => Some(*code),
+            ClientError::Kafka { code, .. } | ClientError::Group { code, .. } => Some(*code),
             _ => None,
         }
     }
@@ -372,6 +380,9 @@ impl fmt::Display for ClientError {
             ),
             ClientError::InvalidBatch { reason } => write!(f, "cannot build batch: {reason}"),
             ClientError::InvalidArgument { reason } => write!(f, "invalid argument: {reason}"),
+            ClientError::Group { group, api, code } => {
+                write!(f, "{api} for group '{group}': {code}")
+            }
         }
     }
 }

@@ -12,6 +12,8 @@
 //! - `pipeline`: a pipelined broker connection (many requests in flight), for the producer.
 //! - `admin`: describing topics and the cluster, adding partitions, reading and changing
 //!   configs.
+//! - `group`: the consumer group member: the partition assignors (range, roundrobin,
+//!   cooperative-sticky).
 //! - `error`: [`ClientError`].
 
 // @client-modules
@@ -19,6 +21,7 @@ pub mod admin;
 pub mod cluster;
 pub mod connection;
 pub mod error;
+pub mod group;
 pub mod partitioner;
 pub mod pipeline;
 pub mod producer;

@@ -32,6 +32,7 @@ pub mod init_producer_id;
 pub mod list_offsets;
 pub mod produce;
 // @group-modules
+pub mod consumer_protocol;
 pub mod delete_groups;
 pub mod describe_groups;
 pub mod heartbeat;

@@ -1,7 +1,7 @@
 //! The broker's integration tests, in one test binary (each binary is linked on its own, and
 //! link time grows with every one): the handlers over real TCP with hand-built requests, the
-//! admin APIs, hostile peers, idempotence, retention, SIGKILL, zero-copy fetch and the `samsa`
-//! command-line tools against the real broker process. Run one area with
+//! admin APIs, hostile peers, idempotence, retention, SIGKILL, zero-copy fetch, the Rust group
+//! consumer and the `samsa` command-line tools against the real broker process. Run one area with
 //! `cargo test --test broker -- <module>::`, e.g. `cargo test --test broker -- api::groups::`.
 
 // Each module includes the support files it uses as its own private copy (`#[path]`),
@@ -13,6 +13,7 @@ mod admin;
 mod api;
 mod cli;
 mod fetch_zero_copy;
+mod group_consumer;
 mod hostile;
 mod idempotence;
 mod retention;
