@@ -2,8 +2,10 @@
 //! (the default, as Kafka's console consumer), the beginning, an offset or a timestamp, and
 //! prints each record with a kcat-like format string (see [`super::format`]).
 //!
-//! It never joins a consumer group and never commits offsets: positions live in this process
-//! only, so tailing a topic changes nothing for anyone else.
+//! Without `--group` it never joins a consumer group and never commits offsets: positions
+//! live in this process only, so tailing a topic changes nothing for anyone else. With
+//! `--group G` it is a member of group G (`super::consume_group`): it reads the partitions
+//! the group gives it, from the group's committed offsets, and commits what it printed.
 //!
 //! Invariants:
 //! - One Fetch per partition leader carries every partition that leader leads, so a quiet
@@ -27,6 +29,7 @@ use std::time::Duration;
 
 use super::common::{self, Args, CliError};
 use super::format::{Format, FORMAT_DEFAULT};
+use crate::client::group::assignor::Assignor;
 use crate::client::{Client, ClientConfig, ClientError, ConsumedRecords};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
@@ -35,9 +38,15 @@ use crate::protocol::types::{NodeId, Offset};
 
 pub const USAGE: &str = "usage: samsa consume --topic T [options]
 
-Prints records to stdout. Never joins a group or commits offsets.
+Prints records to stdout. Without --group it never joins a group or commits offsets.
 
   -t, --topic T                 topic to read (required)
+  -g, --group G                 consume as a member of group G: the partitions the group
+                                assigns, from its committed offsets (else the end, or the
+                                log start with --from-beginning); commits what was printed
+                                every 5 s and on exit
+      --assignor NAME           with --group: range (default), roundrobin or
+                                cooperative-sticky
   -p, --partition P             only this partition (default: all)
       --from-beginning          start at the log start
   -o, --offset N                start at offset N (N < 0: N records before the end)
@@ -90,6 +99,9 @@ pub struct Parsed {
     /// Stop once every partition is read up to its high watermark (kcat's `-e`).
     pub exit_at_end: bool,
     pub format: Format,
+    /// `--group`: consume as a member of this group.
+    pub group: Option<String>,
+    pub assignor: Assignor,
 }
 
 pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
@@ -101,6 +113,8 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut timeout_ms = None;
     let mut exit_at_end = false;
     let mut format = None;
+    let mut group = None;
+    let mut assignor = None;
     let mut scan = Args::new(args);
     while let Some((name, inline)) = scan.next_flag()? {
         match name {
@@ -108,6 +122,23 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
                 bootstrap = common::bootstrap_list(scan.value(name, inline)?)?;
             }
             "--topic" | "-t" => topic = Some(scan.value(name, inline)?.to_owned()),
+            "--group" | "-g" => {
+                let id = scan.value(name, inline)?;
+                if id.is_empty() {
+                    return Err(CliError::Usage(format!("{name}: the group id is empty")));
+                }
+                group = Some(id.to_owned());
+            }
+            "--assignor" => {
+                let text = scan.value(name, inline)?;
+                let known: Vec<&str> = Assignor::ALL.iter().map(|a| a.name()).collect();
+                assignor = Some(Assignor::from_name(text).ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "{name}: unknown assignor '{text}' (known: {})",
+                        known.join(", ")
+                    ))
+                })?);
+            }
             "--partition" | "-p" => partition = Some(scan.partition(name, inline)?),
             "--from-beginning" => {
                 Args::switch(name, inline)?;
@@ -144,6 +175,24 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
         None => Format::parse(FORMAT_DEFAULT)
             .map_err(|e| CliError::Failed(format!("the default format: {e}")))?,
     };
+    if group.is_some() {
+        // The group decides the partitions and the committed offsets where they start.
+        let refused = [
+            ("--partition", partition.is_some()),
+            ("--exit-at-end", exit_at_end),
+            (
+                "--offset/--timestamp",
+                matches!(start, Start::Offset(_) | Start::Timestamp(_)),
+            ),
+        ];
+        if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+            return Err(CliError::Usage(format!(
+                "{flag} cannot be used with --group (the group assigns partitions and their committed offsets say where to start)"
+            )));
+        }
+    } else if assignor.is_some() {
+        return Err(CliError::Usage("--assignor needs --group".into()));
+    }
     Ok(Parsed {
         bootstrap,
         topic,
@@ -153,11 +202,17 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
         timeout_ms,
         exit_at_end,
         format,
+        group,
+        assignor: assignor.unwrap_or(Assignor::Range),
     })
 }
 
 pub fn main(args: &[String]) -> ExitCode {
     common::tool_main("consume", USAGE, args, parse_args, |parsed| async move {
+        if parsed.group.is_some() {
+            // It handles SIGINT itself: a member commits and leaves before it exits.
+            return super::consume_group::run(parsed).await;
+        }
         tokio::select! {
             biased;
             _ = crate::rt::signal::ctrl_c() => {
@@ -583,8 +638,29 @@ mod tests {
             "--max-messages: '-1' is not a valid number"
         );
         assert_eq!(
-            err(&["-t", "t", "--group", "g"]),
-            "unknown option '--group'"
+            err(&["-t", "t", "--group", "g", "-p", "1"]),
+            "--partition cannot be used with --group (the group assigns partitions and their committed offsets say where to start)"
+        );
+        assert_eq!(
+            err(&["-t", "t", "--assignor", "range"]),
+            "--assignor needs --group"
+        );
+        assert_eq!(
+            err(&["-t", "t", "-g", "g", "--assignor", "sticky"]),
+            "--assignor: unknown assignor 'sticky' (known: range, roundrobin, cooperative-sticky)"
+        );
+        let p = parse(&[
+            "-t",
+            "t",
+            "-g",
+            "g",
+            "--from-beginning",
+            "--assignor=roundrobin",
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.group.as_deref(), p.start, p.assignor),
+            (Some("g"), Start::Beginning, Assignor::RoundRobin)
         );
         assert_eq!(err(&["-t", "t", "--offset"]), "--offset needs a value");
     }

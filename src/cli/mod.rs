@@ -6,6 +6,7 @@
 pub mod broker;
 pub mod common;
 pub mod consume;
+pub mod consume_group;
 pub mod format;
 pub mod perf;
 pub mod perf_commit;
@@ -21,7 +22,7 @@ commands:
   perf produce|consume|commit [options]     load generators (see `samsa perf --help`)
   topics create|list|describe|alter|delete  administer topics
   produce --topic T [options]               write stdin lines as records
-  consume --topic T [options]               print records (no group, no commits)
+  consume --topic T [--group G] [options]   print records (as a group member with --group)
   version                                   print the version";
 
 /// Runs the command line `args` (without the program name).

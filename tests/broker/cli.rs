@@ -765,3 +765,47 @@ fn cli_perf_commit_commits_at_the_requested_rate_and_the_offsets_are_fetchable()
         .collect();
     assert_eq!(offsets, expected);
 }
+
+/// Broker settings for the group tests: no initial rebalance delay (one member at a time).
+const GROUP_BROKER: &[(&str, &str)] = &[("group.initial.rebalance.delay.ms", "0")];
+
+#[test]
+fn cli_consume_group_resumes_where_the_group_committed() {
+    let broker = BrokerProcess::start_with(GROUP_BROKER);
+    tool(&broker, &["topics", "create", "gt"]).ok("create");
+    tool_in(&broker, &["produce", "-t", "gt"], "r0\nr1\nr2\nr3\nr4\n").ok("produce");
+    let group = |args: &[&str]| {
+        let mut all = vec!["consume", "-t", "gt", "-f", "%o=%s\\n"];
+        all.extend_from_slice(args);
+        tool(&broker, &all)
+    };
+    // One poll returns all five records; only three are printed, and three committed.
+    let first = group(&["-g", "g1", "--from-beginning", "-n", "3"]).ok("first member");
+    assert_eq!(first.stdout, "0=r0\n1=r1\n2=r2\n");
+    let second = group(&["-g", "g1", "--from-beginning", "-n", "2"]).ok("second member");
+    assert_eq!(
+        second.stdout, "3=r3\n4=r4\n",
+        "resumes at the committed offset"
+    );
+    let third = group(&["-g", "g1", "--timeout-ms", "1500"]).ok("third member");
+    assert_eq!(third.stdout, "", "everything is committed");
+    // Another group sees every record; a new group without --from-beginning starts at the
+    // end.
+    let other = group(&["--group=g2", "--from-beginning", "-n", "5"]).ok("other group");
+    assert_eq!(other.stdout, "0=r0\n1=r1\n2=r2\n3=r3\n4=r4\n");
+    let latest = group(&["-g", "g3", "--timeout-ms", "1500"]).ok("latest");
+    assert_eq!(latest.stdout, "");
+    tool_in(&broker, &["produce", "-t", "gt"], "r5\n").ok("produce more");
+    let after = group(&["-g", "g3", "-n", "1"]).ok("g3 again");
+    assert_eq!(after.stdout, "5=r5\n", "g3 committed the end when it left");
+}
+
+#[test]
+fn cli_consume_group_refuses_options_the_group_decides() {
+    let broker = BrokerProcess::start_with(GROUP_BROKER);
+    tool(&broker, &["consume", "-t", "x", "-g", "g", "--offset", "3"]).fails(
+        "offset with a group",
+        2,
+        "--offset/--timestamp cannot be used with --group",
+    );
+}
