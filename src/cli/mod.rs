@@ -8,6 +8,7 @@ pub mod common;
 pub mod consume;
 pub mod consume_group;
 pub mod format;
+pub mod groups;
 pub mod perf;
 pub mod perf_commit;
 pub mod produce;
@@ -23,6 +24,7 @@ commands:
   topics create|list|describe|alter|delete  administer topics
   produce --topic T [options]               write stdin lines as records
   consume --topic T [--group G] [options]   print records (as a group member with --group)
+  groups list|describe|delete|reset-offsets|delete-offsets   administer consumer groups
   version                                   print the version";
 
 /// Runs the command line `args` (without the program name).
@@ -33,6 +35,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("topics") => topics::main(&args[1..]),
         Some("produce") => produce::main(&args[1..]),
         Some("consume") => consume::main(&args[1..]),
+        Some("groups") => groups::main(&args[1..]),
         Some("version" | "--version" | "-V") => {
             println!("samsa {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

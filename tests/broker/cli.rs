@@ -809,3 +809,141 @@ fn cli_consume_group_refuses_options_the_group_decides() {
         "--offset/--timestamp cannot be used with --group",
     );
 }
+
+/// `samsa consume -g GROUP` in the background, tailing, until [`stop_member`].
+fn spawn_member(broker: &BrokerProcess, topic: &str, group: &str) -> std::process::Child {
+    let bootstrap = broker.bootstrap();
+    samsa_command(&["consume", "-t", topic, "-g", group, "-b", &bootstrap])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn a group member")
+}
+
+/// SIGINT: the member commits, leaves and exits 0.
+fn stop_member(mut child: std::process::Child) {
+    let pid = libc::pid_t::try_from(child.id()).expect("pid fits");
+    // SAFETY: kill(2) on our own unreaped child.
+    unsafe {
+        libc::kill(pid, libc::SIGINT);
+    }
+    let status = child.wait().expect("wait for the member");
+    assert_eq!(status.code(), Some(0), "the member exits 0 on SIGINT");
+}
+
+#[test]
+fn cli_groups_list_describe_reset_and_delete() {
+    let broker = BrokerProcess::start_with(GROUP_BROKER);
+    tool(&broker, &["topics", "create", "gt", "--partitions", "2"]).ok("create");
+    tool_in(&broker, &["produce", "-t", "gt", "-p", "0"], "a\nb\nc\n").ok("produce 0");
+    tool_in(&broker, &["produce", "-t", "gt", "-p", "1"], "d\ne\n").ok("produce 1");
+    let consume = |args: &[&str]| {
+        let mut all = vec!["consume", "-t", "gt", "-g", "g1"];
+        all.extend_from_slice(args);
+        tool(&broker, &all).ok("consume as g1")
+    };
+    let groups = |args: &[&str]| {
+        let mut all = vec!["groups"];
+        all.extend_from_slice(args);
+        tool(&broker, &all)
+    };
+    let reset = |args: &[&str]| {
+        let mut all = vec!["reset-offsets", "--group", "g1"];
+        all.extend_from_slice(args);
+        groups(&all)
+    };
+    let described = || groups(&["describe", "--group", "g1"]).ok("describe").stdout;
+    consume(&["--from-beginning", "-n", "5"]);
+    assert_eq!(groups(&["list"]).ok("list").stdout, "g1\n");
+    let header = "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG             CONSUMER-ID     HOST            CLIENT-ID";
+    let describe = |current: [i64; 2]| {
+        let lags = [3 - current[0], 2 - current[1]];
+        format!(
+            "\nConsumer group 'g1' has no active members.\n\n{header}\n\
+             g1              gt              0          {:<15} 3               {:<15} -               -               -\n\
+             g1              gt              1          {:<15} 2               {:<15} -               -               -\n",
+            current[0], lags[0], current[1], lags[1]
+        )
+    };
+    assert_eq!(described(), describe([3, 2]));
+    // A dry run shows the plan and changes nothing.
+    let plan =
+        "\nGROUP                          TOPIC                          PARTITION  NEW-OFFSET\n\
+                g1                             gt                             0          0\n\
+                g1                             gt                             1          0\n";
+    let dry = reset(&["--topic", "gt", "--to-earliest"]).ok("dry run");
+    assert_eq!(dry.stdout, plan);
+    assert!(dry.stderr.contains("dry run"), "{}", dry.stderr);
+    assert_eq!(described(), describe([3, 2]));
+    let executed = reset(&["--all-topics", "--to-earliest", "--execute"]).ok("reset");
+    assert_eq!(executed.stdout, plan);
+    assert_eq!(described(), describe([0, 0]));
+    // Shift one partition, and clamp an offset past the end to the end.
+    reset(&["--topic", "gt:0", "--shift-by", "2", "--execute"]).ok("shift-by");
+    reset(&["--topic", "gt:1", "--to-offset", "99", "--execute"]).ok("to-offset");
+    assert_eq!(described(), describe([2, 2]));
+    // A member resumes there: it prints exactly what is left (the third record of
+    // partition 0).
+    assert_eq!(consume(&["-n", "1"]).stdout, "c\n");
+    // While the group has a member: reset and delete are refused; the member is listed.
+    let member = spawn_member(&broker, "gt", "g1");
+    let mut state = String::new();
+    for _ in 0..TAIL_POLLS_MAX {
+        state = groups(&["describe", "--group", "g1", "--state"])
+            .ok("state")
+            .stdout;
+        if state.contains("Stable") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(TAIL_POLL_MS));
+    }
+    let lines: Vec<&str> = state.lines().collect();
+    assert_eq!(
+        lines[1],
+        "GROUP           COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE           #MEMBERS"
+    );
+    let coordinator = format!("{}  (1)", broker.bootstrap());
+    assert_eq!(
+        lines[2],
+        format!("g1              {coordinator:<25} range                Stable          1")
+    );
+    let members = groups(&["describe", "--group", "g1", "--members"]).ok("members");
+    let rows: Vec<&str> = members.stdout.lines().collect();
+    assert!(
+        rows[1].starts_with("GROUP ") && rows[1].ends_with(" #PARTITIONS"),
+        "{}",
+        members.stdout
+    );
+    let row: Vec<&str> = rows[2].split_whitespace().collect();
+    assert_eq!(
+        (row[0], row[2], row[3], row[4]),
+        ("g1", "/127.0.0.1", "samsa-cli", "2"),
+        "{}",
+        members.stdout
+    );
+    reset(&["--all-topics", "--to-latest", "--execute"]).fails(
+        "reset while active",
+        1,
+        "can only be reset if the group 'g1' is inactive, but the current state is Stable",
+    );
+    groups(&["delete", "--group", "g1"]).fails("delete while active", 1, "NON_EMPTY_GROUP");
+    stop_member(member);
+    // delete-offsets, then delete the group.
+    let deleted =
+        groups(&["delete-offsets", "--group", "g1", "--topic", "gt:1"]).ok("delete-offsets");
+    assert_eq!(
+        deleted.stdout,
+        "\nTOPIC                          PARTITION       STATUS\ngt                             1               Successful\n"
+    );
+    assert_eq!(
+        groups(&["delete", "--group", "g1"]).ok("delete").stdout,
+        "Deletion of requested consumer groups ('g1') was successful.\n"
+    );
+    assert_eq!(groups(&["list"]).ok("list").stdout, "");
+    groups(&["describe", "--group", "g1"]).fails(
+        "describe a deleted group",
+        1,
+        "consumer group 'g1' does not exist",
+    );
+}

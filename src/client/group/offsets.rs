@@ -23,7 +23,8 @@ pub type TopicPartition = (String, i32);
 /// From this version OffsetFetch asks about a batch of groups (KIP-709).
 pub const OFFSET_FETCH_BATCH_VERSION_MIN: i16 = 8;
 
-fn group_error(group: &str, api: &'static str, code: i16) -> Result<(), ClientError> {
+/// `Ok` for error code 0, else the [`ClientError::Group`] of `api` for `group`.
+pub(super) fn group_error(group: &str, api: &'static str, code: i16) -> Result<(), ClientError> {
     if code == 0 {
         return Ok(());
     }
