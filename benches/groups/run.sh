@@ -7,7 +7,9 @@
 #   benches/groups/run.sh join      # 10 members joining at once -> Stable (~1 min)
 #   benches/groups/run.sh commit    # OffsetCommit latency at 1,000/s (`samsa perf commit`) and
 #                                   # the disk's synced-write reference (~35 s)
-#   benches/groups/run.sh all       # the three in turn
+#   benches/groups/run.sh consume   # 3 members of `samsa perf consume --group` against one
+#                                   # assign-mode `samsa perf consume` of the same topic
+#   benches/groups/run.sh all       # the four in turn
 #
 # It builds the broker first (`cargo build --release --bin samsa`, in $CARGO_TARGET_DIR or
 # ./target; SAMSA_BENCH_NO_BUILD=1 skips that, SAMSA_BIN names another binary), prints the machine's state (load, the busiest
@@ -27,11 +29,11 @@ python=${SAMSA_PYTHON:-$root/.ci/venv/bin/python}
 bin=${SAMSA_BIN:-${CARGO_TARGET_DIR:-$root/target}/release/samsa}
 
 usage() {
-    echo "usage: $0 sigkill|join|commit|all" >&2
+    echo "usage: $0 sigkill|join|commit|consume|all" >&2
     exit 2
 }
 [ $# -eq 1 ] || usage
-case $1 in sigkill | join | commit | all) ;; *) usage ;; esac
+case $1 in sigkill | join | commit | consume | all) ;; *) usage ;; esac
 
 if [ "${SAMSA_BENCH_NO_BUILD:-0}" != 1 ]; then
     (cd "$root" && cargo build --release --bin samsa)
@@ -95,6 +97,34 @@ run() {
             stop_broker
             "$python" "$here/sync_reference.py" "$tmp/data"
             ;;
+        consume)
+            # 1,000,000 records of 1 KiB (SAMSA_BENCH_CONSUME_RECORDS, _RECORD_BYTES) over 6 partitions; then the whole topic
+            # read in assign mode, then by 3 members at once, each asked for a third.
+            local n=${SAMSA_BENCH_CONSUME_RECORDS:-1000000} size=${SAMSA_BENCH_CONSUME_RECORD_BYTES:-1024}
+            "$bin" perf produce --bootstrap-server "$SAMSA_BOOTSTRAP" --topic bench-consume \
+                --partitions 6 --num-records "$n" --record-size "$size" --json >/dev/null
+            echo "assign mode:"
+            "$bin" perf consume --bootstrap-server "$SAMSA_BOOTSTRAP" --topic bench-consume \
+                --num-records "$n" --json 2>/dev/null
+            echo "3 members of one group:"
+            local pids=() i
+            for i in 1 2 3; do
+                "$bin" perf consume --bootstrap-server "$SAMSA_BOOTSTRAP" --topic bench-consume \
+                    --num-records $((n / 3)) --group bench-group --json >"$tmp/member$i.json" 2>/dev/null &
+                pids+=($!)
+            done
+            wait "${pids[@]}"
+            cat "$tmp"/member*.json
+            "$python" - "$tmp"/member*.json <<'PY'
+import json, sys
+runs = [json.load(open(p)) for p in sys.argv[1:]]
+records = sum(r["records"] for r in runs)
+span_s = (max(r["last_record_wall_ms"] for r in runs) - min(r["first_record_wall_ms"] for r in runs)) / 1000
+print(json.dumps({"group_members": len(runs), "records": records, "span_s": round(span_s, 3),
+                  "records_per_s": round(records / max(span_s, 1e-9), 1),
+                  "join_s_max": max(r["join_s"] for r in runs)}))
+PY
+            ;;
     esac
     stop_broker
     rm -rf "$tmp"
@@ -102,7 +132,7 @@ run() {
 }
 
 if [ "$1" = all ]; then
-    for b in sigkill join commit; do run "$b"; done
+    for b in sigkill join commit consume; do run "$b"; done
 else
     run "$1"
 fi

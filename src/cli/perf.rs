@@ -48,7 +48,11 @@ produce options:
   --partitions P                 create the topic with P partitions if it does not exist
   --idempotence on|off           (default on with acks -1, else off)
 consume options:
-  --fetch-max-bytes BYTES        bytes per Fetch (default 52428800)";
+  --fetch-max-bytes BYTES        bytes per Fetch (default 52428800)
+  --group G                      consume as a member of group G (range assignor, from the
+                                 committed offsets or the log start, auto-commit every 1 s):
+                                 until --num-records, or 10 s without a record; the rate is
+                                 timed from the first record, the join reported apart";
 
 /// Microsecond buckets below this many microseconds.
 const FINE_US_MAX: u64 = 100_000;
@@ -151,6 +155,8 @@ struct Options {
     partitions: Option<i32>,
     idempotence: Option<bool>,
     fetch_max_bytes: i32,
+    /// `consume --group`: consume as a member of this group.
+    group: Option<String>,
     json: bool,
 }
 
@@ -201,6 +207,7 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
         partitions: None,
         idempotence: None,
         fetch_max_bytes: 52_428_800,
+        group: None,
         json: false,
     };
     let json = parse_flags(args, |flag, value| {
@@ -243,6 +250,7 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
             ("--fetch-max-bytes", false) => {
                 options.fetch_max_bytes = value.parse().map_err(|_| number("size"))?
             }
+            ("--group", false) if !value.is_empty() => options.group = Some(value.to_owned()),
             _ => return Ok(false),
         }
         Ok(true)
@@ -322,6 +330,9 @@ pub fn main(args: &[String]) -> ExitCode {
     };
     let result = match mode {
         Mode::Produce(options) => runtime.block_on(run_produce(options)),
+        Mode::Consume(options) if options.group.is_some() => {
+            runtime.block_on(run_consume_group(options))
+        }
         Mode::Consume(options) => runtime.block_on(run_consume(options)),
         Mode::Commit(options) => runtime.block_on(super::perf_commit::run(options)),
     };
@@ -601,6 +612,99 @@ async fn run_consume(options: Options) -> Result<String, String> {
     } else {
         format!(
             "{records} records consumed ({:.2} MB) in {elapsed:.2} s: {rate:.1} records/sec ({mb:.2} MB/sec), {fetches} fetches.",
+            bytes as f64 / 1_048_576.0
+        )
+    })
+}
+
+/// A group member stops after this long without a record (its partitions may hold fewer than
+/// `--num-records`).
+pub const GROUP_IDLE_STOP_MS: u64 = 10_000;
+
+async fn run_consume_group(options: Options) -> Result<String, String> {
+    use crate::client::group::assignor::Assignor;
+    use crate::client::group::consumer::{GroupConsumer, GroupConsumerConfig, OffsetReset};
+    use crate::client::group::member::MemberConfig;
+
+    let group = options.group.clone().unwrap_or_default();
+    let config = GroupConsumerConfig {
+        client: ClientConfig {
+            allow_auto_topic_creation: false,
+            ..client_config(&options)
+        },
+        member: MemberConfig {
+            group_id: group.clone(),
+            session_timeout_ms: 10_000,
+            heartbeat_interval_ms: 1_000,
+            rebalance_timeout_ms: 30_000,
+            assignors: vec![Assignor::Range],
+            ..MemberConfig::default()
+        },
+        enable_auto_commit: true,
+        auto_commit_interval_ms: 1_000,
+        auto_offset_reset: OffsetReset::Earliest,
+        fetch: FetchOptions {
+            max_wait_ms: 100,
+            min_bytes: 1,
+            max_bytes: options.fetch_max_bytes,
+            partition_max_bytes: options.fetch_max_bytes,
+            isolation_level: 0,
+        },
+    };
+    let mut consumer =
+        GroupConsumer::new(config, &[options.topic.as_str()]).map_err(|e| e.to_string())?;
+    let progress = Arc::new(Progress::default());
+    let done = Arc::new(AtomicBool::new(false));
+    let reporter = crate::rt::task::spawn(report_progress(progress.clone(), None, done.clone()));
+    let start = now();
+    let mut first: Option<Instant> = None;
+    let mut last = start;
+    // Wall-clock times of the first and last record, for adding up several member
+    // processes (their monotonic clocks are not comparable).
+    let wall = Clock::new();
+    let (mut first_wall_ms, mut last_wall_ms) = (0i64, 0i64);
+    let (mut records, mut bytes, mut polls) = (0u64, 0u64, 0u64);
+    while records < options.num_records {
+        let polled = consumer.poll().await.map_err(|e| format!("poll: {e}"))?;
+        polls += 1;
+        if polled.is_empty() {
+            if now().duration_since(last) >= Duration::from_millis(GROUP_IDLE_STOP_MS) {
+                break;
+            }
+            continue;
+        }
+        last = now();
+        last_wall_ms = wall.now_ms();
+        if first.is_none() {
+            first = Some(last);
+            first_wall_ms = last_wall_ms;
+        }
+        for r in &polled {
+            records += 1;
+            bytes += (r.record.value.as_ref().map_or(0, Bytes::len)
+                + r.record.key.as_ref().map_or(0, Bytes::len)) as u64;
+        }
+        progress.records.store(records, Ordering::Relaxed);
+        progress.bytes.store(bytes, Ordering::Relaxed);
+    }
+    let partitions = consumer.assignment().len();
+    consumer.close().await.map_err(|e| format!("close: {e}"))?;
+    done.store(true, Ordering::Relaxed);
+    reporter.abort();
+    let first = first.unwrap_or(last);
+    let join_s = first.duration_since(start).as_secs_f64();
+    let elapsed = last.duration_since(first).as_secs_f64().max(1e-9);
+    let rate = records as f64 / elapsed;
+    let mb = bytes as f64 / elapsed / 1_048_576.0;
+    Ok(if options.json {
+        format!(
+            "{{\"command\":\"consume\",\"topic\":{},\"group\":{},\"partitions\":{partitions},\"records\":{records},\"bytes\":{bytes},\"polls\":{polls},\"join_s\":{join_s:.3},\"elapsed_s\":{elapsed:.3},\"records_per_s\":{rate:.1},\"mb_per_s\":{mb:.3},\"first_record_wall_ms\":{first_wall_ms},\"last_record_wall_ms\":{last_wall_ms}}}",
+            json_string(&options.topic),
+            json_string(&group)
+        )
+    } else {
+        format!(
+            "{records} records consumed ({:.2} MB) as a member of {group} ({partitions} partitions) in {elapsed:.2} s after joining in {join_s:.2} s: {rate:.1} records/sec ({mb:.2} MB/sec), {polls} polls.",
             bytes as f64 / 1_048_576.0
         )
     })

@@ -679,6 +679,38 @@ fn cli_perf_produces_and_consumes_the_requested_records() {
     let summary = consumed.stdout.trim();
     assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
     assert_eq!(json_number(summary, "bytes"), 300_000.0, "{summary}");
+    // As a group member: the group's partitions from the log start, committed as it goes.
+    let member = tool(
+        &broker,
+        &[
+            "perf",
+            "consume",
+            "--topic",
+            "load",
+            "--num-records",
+            "3000",
+            "--group",
+            "perf-group",
+            "--json",
+        ],
+    )
+    .ok("perf consume --group");
+    let summary = member.stdout.trim();
+    assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
+    assert_eq!(json_number(summary, "partitions"), 2.0, "{summary}");
+    let described = tool(&broker, &["groups", "describe", "--group", "perf-group"]).ok("describe");
+    let lags: Vec<&str> = described
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("perf-group "))
+        .map(|l| l.split_whitespace().nth(5).unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        lags,
+        ["0", "0"],
+        "everything consumed was committed:\n{}",
+        described.stdout
+    );
 
     // What perf wrote is ordinary data: every record of 100 bytes, on both partitions.
     let sizes = tool(
