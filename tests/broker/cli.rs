@@ -663,39 +663,27 @@ fn cli_perf_produces_and_consumes_the_requested_records() {
     assert_eq!(json_number(summary, "errors"), 0.0, "{summary}");
     assert!(json_number(summary, "p99") >= json_number(summary, "p50"));
 
-    let consumed = tool(
-        &broker,
-        &[
+    // `perf consume` of all 3000 records, with `extra` options: its JSON summary.
+    let perf_consume = |extra: &[&str]| {
+        let mut args = vec![
             "perf",
             "consume",
             "--topic",
             "load",
             "--num-records",
             "3000",
-            "--json",
-        ],
-    )
-    .ok("perf consume");
-    let summary = consumed.stdout.trim();
+        ];
+        args.extend_from_slice(extra);
+        args.push("--json");
+        tool(&broker, &args).ok("perf consume").stdout
+    };
+    let consumed = perf_consume(&[]);
+    let summary = consumed.trim();
     assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
     assert_eq!(json_number(summary, "bytes"), 300_000.0, "{summary}");
     // As a group member: the group's partitions from the log start, committed as it goes.
-    let member = tool(
-        &broker,
-        &[
-            "perf",
-            "consume",
-            "--topic",
-            "load",
-            "--num-records",
-            "3000",
-            "--group",
-            "perf-group",
-            "--json",
-        ],
-    )
-    .ok("perf consume --group");
-    let summary = member.stdout.trim();
+    let member = perf_consume(&["--group", "perf-group"]);
+    let summary = member.trim();
     assert_eq!(json_number(summary, "records"), 3000.0, "{summary}");
     assert_eq!(json_number(summary, "partitions"), 2.0, "{summary}");
     let described = tool(&broker, &["groups", "describe", "--group", "perf-group"]).ok("describe");
