@@ -9,6 +9,7 @@
 //! | `group_members_share_partitions_and_take_over_from_a_killed_member` | three member processes (`BaseConsumer`, subscribe) share six partitions and read every record once; after a SIGKILL of one, the others take its partitions once its session expires and resume them at its committed offsets |
 //! | `group_resumes_at_offsets_committed_before_a_broker_restart` | a sync OffsetCommit survives a broker SIGKILL and restart: OffsetFetch answers it and a new member resumes there |
 //! | `two_groups_each_receive_every_record` | two groups (`StreamConsumer`) on one topic each read every record once |
+//! | `librdkafka_and_samsa_members_share_a_group` | a librdkafka member process and a `samsa::client` `GroupConsumer` in one group, each leading once: they split six partitions (range) and read every record once, each from its own partitions |
 //! | `group_member_process` (ignored) | the member process of the first group test; returns at once when run alone |
 //!
 //! The group tests use `session.timeout.ms=6000`, `heartbeat.interval.ms=1000` and a broker
@@ -604,5 +605,147 @@ async fn two_groups_each_receive_every_record() {
             .collect();
         assert_eq!(got.len(), read.len(), "{group} read a record twice");
         assert_eq!(got, wanted, "{group}: the records read");
+    }
+}
+
+/// What the Samsa member of [`librdkafka_and_samsa_members_share_a_group`] reports.
+#[derive(Default)]
+struct SamsaMember {
+    /// Its partitions while stable.
+    owned: BTreeSet<i32>,
+    /// (partition, offset, seq index) of each record read.
+    reads: Vec<(i32, i64, i64)>,
+    stop: bool,
+}
+
+/// A librdkafka member process (range, roundrobin offered) and a member of Samsa's own
+/// client (`GroupConsumer`, range) in one group: whichever joins first leads and assigns
+/// with its own range assignor, and the other follows that assignment. Once both hold a part
+/// of the six partitions, records produced are each read once, by the member owning their
+/// partition. Run twice, each member leading once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn librdkafka_and_samsa_members_share_a_group() {
+    use samsa::client::group::consumer::{GroupConsumer, GroupConsumerConfig, OffsetReset};
+    use samsa::client::group::member::MemberConfig;
+    use std::sync::{Arc, Mutex};
+
+    for samsa_leads in [false, true] {
+        let broker = BrokerProcess::start_with(GROUP_BROKER_OVERRIDES);
+        let bootstrap = broker.bootstrap();
+        let topic = "group-mixed";
+        let group = "group-mixed-members";
+        create_topic(&bootstrap, topic, GROUP_PARTITIONS).await;
+        let shared = Arc::new(Mutex::new(SamsaMember::default()));
+        let config = GroupConsumerConfig {
+            client: samsa::client::ClientConfig {
+                bootstrap: vec![bootstrap.clone()],
+                client_id: "samsa-member".into(),
+                ..Default::default()
+            },
+            member: MemberConfig {
+                group_id: group.into(),
+                session_timeout_ms: i32::try_from(rdkafka_groups::SESSION_TIMEOUT_MS).unwrap(),
+                heartbeat_interval_ms: i64::try_from(rdkafka_groups::HEARTBEAT_INTERVAL_MS)
+                    .unwrap(),
+                rebalance_timeout_ms: 20_000,
+                ..MemberConfig::default()
+            },
+            auto_commit_interval_ms: 500,
+            auto_offset_reset: OffsetReset::Earliest,
+            ..GroupConsumerConfig::default()
+        };
+        let run_samsa = |shared: Arc<Mutex<SamsaMember>>| {
+            let mut consumer = GroupConsumer::new(config.clone(), &[topic]).expect("member");
+            samsa::rt::task::spawn(async move {
+                while !shared.lock().expect("state").stop {
+                    let records = consumer.poll().await.expect("the samsa member polls");
+                    let mut state = shared.lock().expect("state");
+                    for r in records {
+                        let seq = r.record.headers.iter().find(|(k, _)| k == "seq");
+                        let index = seq
+                            .and_then(|(_, v)| v.as_deref())
+                            .and_then(|v| <[u8; 8]>::try_from(v).ok())
+                            .map_or(-1, |b| i64::try_from(u64::from_be_bytes(b)).unwrap_or(-1));
+                        state.reads.push((r.partition, r.record.offset, index));
+                    }
+                    state.owned = if consumer.is_stable() {
+                        consumer.assignment().into_iter().map(|(_, p)| p).collect()
+                    } else {
+                        BTreeSet::new()
+                    };
+                }
+                consumer.close().await.expect("the samsa member leaves");
+            })
+        };
+        let dir = broker.dir().to_path_buf();
+        let (mut librdkafka, samsa_task);
+        if samsa_leads {
+            samsa_task = run_samsa(shared.clone());
+            wait_for("the samsa member holds every partition", || {
+                let n = shared.lock().expect("state").owned.len();
+                if n == usize::try_from(GROUP_PARTITIONS).unwrap() {
+                    Ok(())
+                } else {
+                    Err(format!("it holds {n}"))
+                }
+            });
+            librdkafka = MemberProcess::spawn(&dir, "librdkafka", &bootstrap, group, topic);
+        } else {
+            librdkafka = MemberProcess::spawn(&dir, "librdkafka", &bootstrap, group, topic);
+            wait_for("the librdkafka member holds every partition", || {
+                let n = librdkafka.report().current.len();
+                if n == usize::try_from(GROUP_PARTITIONS).unwrap() {
+                    Ok(())
+                } else {
+                    Err(format!("it holds {n}"))
+                }
+            });
+            samsa_task = run_samsa(shared.clone());
+        }
+        let reports = || {
+            let state = shared.lock().expect("state");
+            let samsa = rdkafka_groups::MemberReport {
+                current: state.owned.clone(),
+                records: state
+                    .reads
+                    .iter()
+                    .map(|&(partition, offset, index)| rdkafka_groups::GroupRead {
+                        partition,
+                        offset,
+                        index,
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            vec![
+                ("librdkafka".to_string(), librdkafka.report()),
+                ("samsa".to_string(), samsa),
+            ]
+        };
+        let owners = wait_for("the two members share the partitions", || {
+            stable_assignment(&reports(), GROUP_PARTITIONS)
+        });
+        let base_ts = now_ms() - 60_000;
+        let batch: Vec<Sent> = (0..GROUP_BATCH_RECORDS)
+            .map(|i| record("mixed", i, base_ts))
+            .collect();
+        let acked = produce_all(&producer(&bootstrap, "none"), topic, &batch).await;
+        wait_for("the members read every record", || {
+            all_read(&acked, &reads_by_position(&reports()))
+        });
+        assert_read_once(
+            "mixed group",
+            &acked,
+            &reads_by_position(&reports()),
+            |m, p| owners.get(m).is_some_and(|ps| ps.contains(&p)),
+        );
+        assert!(
+            librdkafka.report().errors.is_empty(),
+            "samsa leads: {samsa_leads}; librdkafka errors: {:?}",
+            librdkafka.report().errors
+        );
+        shared.lock().expect("state").stop = true;
+        samsa_task.await.expect("the samsa member's task");
+        librdkafka.stop();
     }
 }
