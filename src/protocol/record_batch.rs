@@ -1135,8 +1135,14 @@ pub struct BatchBuilder {
     producer_epoch: i16,
     base_sequence: i32,
     transactional: bool,
+    /// KIP-534's delete horizon: when set, the batch's base timestamp (and attribute bit
+    /// 0x40).
+    delete_horizon_ms: Option<i64>,
     records: BytesMut,
     count: usize,
+    /// The offset delta the next [`BatchBuilder::push`] takes, and the last one pushed.
+    next_offset_delta: i32,
+    last_offset_delta: i32,
     base_timestamp: i64,
     max_timestamp: i64,
 }
@@ -1153,11 +1159,33 @@ impl BatchBuilder {
             producer_epoch: -1,
             base_sequence: -1,
             transactional: false,
+            delete_horizon_ms: None,
             records: BytesMut::new(),
             count: 0,
+            next_offset_delta: 0,
+            last_offset_delta: -1,
             base_timestamp: 0,
             max_timestamp: 0,
         }
+    }
+
+    /// Sets the partition leader epoch the batch was written in (a rewritten batch keeps its
+    /// own).
+    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
+        self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// Stamps the batch with a delete horizon (KIP-534, what the log cleaner does the first
+    /// time it passes a batch holding tombstones): attribute bit 0x40 is set and the base
+    /// timestamp is `horizon_ms`, record timestamps being stored as deltas from it.
+    pub fn delete_horizon(mut self, horizon_ms: i64) -> Self {
+        assert!(
+            self.is_empty(),
+            "the delete horizon is set before any record"
+        );
+        self.delete_horizon_ms = Some(horizon_ms);
+        self
     }
 
     /// Sets the idempotent producer's identity and the sequence of the batch's first record.
@@ -1194,8 +1222,30 @@ impl BatchBuilder {
         value: Option<&[u8]>,
         headers: &[(&str, Option<&[u8]>)],
     ) {
+        self.push_at(self.next_offset_delta, timestamp, key, value, headers);
+    }
+
+    /// [`BatchBuilder::push`] at `offset_delta` from the base offset, which must be above the
+    /// previous record's: a batch rewritten by the log cleaner keeps its records' offsets,
+    /// with gaps where records were cleaned away.
+    ///
+    /// # Panics
+    /// As `push`, and if `offset_delta` is not above the previous record's.
+    pub fn push_at(
+        &mut self,
+        offset_delta: i32,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) {
+        assert!(
+            offset_delta >= self.next_offset_delta,
+            "offset delta {offset_delta} is not above the previous record's ({})",
+            self.last_offset_delta
+        );
         if self.count == 0 {
-            self.base_timestamp = timestamp;
+            self.base_timestamp = self.delete_horizon_ms.unwrap_or(timestamp);
             self.max_timestamp = timestamp;
         }
         self.max_timestamp = self.max_timestamp.max(timestamp);
@@ -1205,7 +1255,6 @@ impl BatchBuilder {
                 self.base_timestamp
             );
         };
-        let offset_delta = builder_len(self.count);
         let key_len = key.map_or(-1, |key| builder_len(key.len()));
         let value_len = value.map_or(-1, |value| builder_len(value.len()));
         let header_count = builder_len(headers.len());
@@ -1245,6 +1294,8 @@ impl BatchBuilder {
             put_nullable(&mut self.records, *header_value);
         }
         self.count += 1;
+        self.last_offset_delta = offset_delta;
+        self.next_offset_delta = offset_delta.saturating_add(1);
     }
 
     /// The number of records pushed so far.
@@ -1286,6 +1337,9 @@ impl BatchBuilder {
         if self.transactional {
             attributes |= TRANSACTIONAL_BIT;
         }
+        if self.delete_horizon_ms.is_some() {
+            attributes |= DELETE_HORIZON_BIT;
+        }
         let mut out = BytesMut::with_capacity(total);
         out.put_i64(self.base_offset);
         out.put_i32(builder_len(total - LOG_OVERHEAD));
@@ -1293,7 +1347,7 @@ impl BatchBuilder {
         out.put_i8(MAGIC_V2);
         out.put_u32(0); // The CRC, filled in once the bytes it covers are in place.
         out.put_i16(attributes);
-        out.put_i32(count - 1);
+        out.put_i32(self.last_offset_delta);
         out.put_i64(self.base_timestamp);
         out.put_i64(self.max_timestamp);
         out.put_i64(self.producer_id);
@@ -1305,6 +1359,33 @@ impl BatchBuilder {
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         out
     }
+}
+
+/// The batch Kafka's log cleaner leaves when it cleans away every record of a batch that
+/// must stay (the last batch of a producer, so that producer state rebuilt from the log still
+/// knows it): `header`'s base offset and last offset delta (the next offset is unchanged),
+/// producer id, epoch and base sequence, partition leader epoch, timestamp type and
+/// transactional and control bits, no records, no compression, base timestamp -1 and
+/// `header`'s max timestamp (Kafka's `DefaultRecordBatch.writeEmptyHeader`).
+pub fn empty_batch(header: &BatchHeader) -> BytesMut {
+    let kept = TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT;
+    let mut out = BytesMut::with_capacity(BATCH_HEADER_LEN);
+    out.put_i64(header.base_offset);
+    out.put_i32(builder_len(BATCH_HEADER_LEN - LOG_OVERHEAD));
+    out.put_i32(header.partition_leader_epoch);
+    out.put_i8(MAGIC_V2);
+    out.put_u32(0); // The CRC, filled in below.
+    out.put_i16(header.attributes & kept);
+    out.put_i32(header.last_offset_delta);
+    out.put_i64(-1);
+    out.put_i64(header.max_timestamp);
+    out.put_i64(header.producer_id);
+    out.put_i16(header.producer_epoch);
+    out.put_i32(header.base_sequence);
+    out.put_i32(0);
+    let crc = compute_crc(&out);
+    out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
+    out
 }
 
 /// Converts a builder-side length to the i32 the format stores. Anything that passes the
@@ -1508,6 +1589,103 @@ mod tests {
         write_varint(&mut out, body.len() as i32);
         out.extend_from_slice(body);
         out.to_vec()
+    }
+
+    /// What the log cleaner writes: records at their original offsets, with gaps, in a
+    /// batch that keeps its producer fields and partition leader epoch.
+    #[test]
+    fn a_batch_keeps_gapped_offset_deltas_and_its_producer_fields() {
+        let mut b = BatchBuilder::new(100)
+            .producer(7, 2, 40)
+            .partition_leader_epoch(5);
+        b.push_at(0, 1_000, Some(b"a"), Some(b"1"), &[]);
+        b.push_at(3, 1_003, Some(b"b"), Some(b"2"), &[]);
+        b.push_at(7, 1_002, Some(b"c"), None, &[]);
+        let batch = b.build().freeze();
+        let header = verify(&batch).unwrap();
+        assert_eq!((header.records_count, header.last_offset_delta), (3, 7));
+        assert_eq!(header.next_offset(), 108);
+        assert_eq!(
+            (
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence
+            ),
+            (7, 2, 40)
+        );
+        assert_eq!(header.partition_leader_epoch, 5);
+        assert!(!header.has_delete_horizon());
+        let offsets: Vec<(i64, i64)> = records(&batch)
+            .unwrap()
+            .map(|r| r.map(|r| (r.offset, r.timestamp)).unwrap())
+            .collect();
+        assert_eq!(offsets, [(100, 1_000), (103, 1_003), (107, 1_002)]);
+    }
+
+    #[test]
+    #[should_panic(expected = "is not above the previous record's")]
+    fn offset_deltas_only_grow() {
+        let mut b = BatchBuilder::new(0);
+        b.push_at(2, 0, None, Some(b"x"), &[]);
+        b.push_at(2, 0, None, Some(b"y"), &[]);
+    }
+
+    /// KIP-534: a delete horizon sets attribute bit 0x40 and becomes the base timestamp;
+    /// the records keep their own timestamps.
+    #[test]
+    fn a_delete_horizon_is_the_base_timestamp_and_bit_0x40() {
+        let mut b = BatchBuilder::new(0)
+            .compression(Compression::Lz4)
+            .delete_horizon(90_000);
+        b.push_at(1, 1_000, Some(b"k"), None, &[]);
+        b.push_at(4, 2_000, Some(b"j"), Some(b"v"), &[]);
+        let batch = b.build().freeze();
+        let header = verify(&batch).unwrap();
+        assert!(header.has_delete_horizon());
+        assert_eq!(header.attributes & DELETE_HORIZON_BIT, DELETE_HORIZON_BIT);
+        assert_eq!(header.compression().unwrap(), Compression::Lz4);
+        assert_eq!(
+            (header.base_timestamp, header.max_timestamp),
+            (90_000, 2_000)
+        );
+        let times: Vec<i64> = records(&batch)
+            .unwrap()
+            .map(|r| r.unwrap().timestamp)
+            .collect();
+        assert_eq!(times, [1_000, 2_000]);
+    }
+
+    /// Kafka's `writeEmptyHeader`: the batch a cleaner leaves for a producer whose records
+    /// are all gone keeps the offsets it spanned and who wrote it.
+    #[test]
+    fn an_empty_batch_keeps_the_offset_range_and_the_producer() {
+        let mut b = BatchBuilder::new(50)
+            .producer(9, 1, 12)
+            .partition_leader_epoch(3)
+            .compression(Compression::Gzip)
+            .transactional(true);
+        for i in 0..4 {
+            b.push(5_000 + i, Some(b"k"), Some(b"v"), &[]);
+        }
+        let original = BatchHeader::parse(&b.build()).unwrap();
+        let empty = empty_batch(&original).freeze();
+        let header = verify(&empty).unwrap();
+        assert_eq!(header.total_len(), BATCH_HEADER_LEN);
+        assert_eq!(header.records_count, 0);
+        assert_eq!((header.base_offset, header.last_offset()), (50, 53));
+        assert_eq!(
+            (
+                header.producer_id,
+                header.producer_epoch,
+                header.base_sequence
+            ),
+            (9, 1, 12)
+        );
+        assert_eq!(header.partition_leader_epoch, 3);
+        assert_eq!(header.compression().unwrap(), Compression::None);
+        assert!(header.is_transactional());
+        assert_eq!((header.base_timestamp, header.max_timestamp), (-1, 5_003));
+        assert_eq!(records(&empty).unwrap().count(), 0);
     }
 
     #[test]
