@@ -188,6 +188,16 @@ pub fn key_value<'a>(name: &str, value: &'a str) -> Result<(&'a str, &'a str), C
     }
 }
 
+/// Writes `bytes` to stdout and flushes it: the tools' data output, written as it comes.
+pub fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(CliError::Output)
+}
+
 /// The `--topic` value, which the tools that take one require.
 pub fn required_topic(topic: Option<String>) -> Result<String, CliError> {
     topic.ok_or_else(|| CliError::Usage("--topic is required".into()))

@@ -23,7 +23,6 @@
 //!   exit status 0; what was printed is flushed.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -33,7 +32,6 @@ use crate::client::group::assignor::Assignor;
 use crate::client::{Client, ClientConfig, ClientError, ConsumedRecords};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
-use crate::protocol::record_batch;
 use crate::protocol::types::{NodeId, Offset};
 
 pub const USAGE: &str = "usage: samsa consume --topic T [options]
@@ -521,13 +519,7 @@ impl Consumer<'_> {
         bytes: bytes::Bytes,
     ) -> Result<(u64, i64, bool), RoundError> {
         let topic = self.topic;
-        let mut next = position;
-        for batch in record_batch::batches(bytes.clone()) {
-            match batch {
-                Ok((header, _)) => next = next.max(header.last_offset().saturating_add(1)),
-                Err(_) => break,
-            }
-        }
+        let next = crate::client::records::next_position(&bytes, position);
         let decompressed_max = self.client.config().decompressed_batch_bytes_max;
         let mut out = Vec::new();
         let mut count = 0;
@@ -545,11 +537,7 @@ impl Consumer<'_> {
             }
         }
         if !out.is_empty() {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(&out)
-                .and_then(|()| stdout.flush())
-                .map_err(|e| RoundError::Fatal(CliError::Output(e)))?;
+            common::write_stdout(&out).map_err(RoundError::Fatal)?;
         }
         Ok((count, next, stop))
     }

@@ -15,7 +15,6 @@
 //!   times in a row, then the tool fails.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::time::Duration;
 
 use super::common::{self, CliError};
@@ -128,11 +127,7 @@ async fn consume(consumer: &mut GroupConsumer, parsed: &Parsed) -> Result<(), Cl
         }
         if !out.is_empty() {
             quiet_since = crate::rt::time::now();
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(&out)
-                .and_then(|()| stdout.flush())
-                .map_err(CliError::Output)?;
+            common::write_stdout(&out)?;
         }
         if let Some(i) = stopped_at {
             // The poll moved each partition's position past all it returned: set each one

@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write;
 use std::process::ExitCode;
 
 use super::common::{self, Arg, Args, CliError};
@@ -429,11 +428,7 @@ pub fn table(widths_min: &[usize], rows: &[Vec<String>]) -> String {
 }
 
 fn print(text: &str) -> Result<(), CliError> {
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(CliError::Output)
+    common::write_stdout(text.as_bytes())
 }
 
 fn dash(value: Option<i64>) -> String {

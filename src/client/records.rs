@@ -24,6 +24,20 @@ pub struct ConsumedRecord {
     pub headers: Vec<(String, Option<Bytes>)>,
 }
 
+/// The offset after the last whole batch in fetched `bytes`, or `position` if there is none
+/// past it: where a consumer at `position` goes on after consuming them (a partial batch at
+/// the end, the broker's size limit at work, is fetched again).
+pub fn next_position(bytes: &Bytes, position: i64) -> i64 {
+    let mut next = position;
+    for batch in record_batch::batches(bytes.clone()) {
+        match batch {
+            Ok((header, _)) => next = next.max(header.last_offset().saturating_add(1)),
+            Err(_) => break,
+        }
+    }
+    next
+}
+
 /// Iterates the records of fetched bytes; see the module docs. Yields at most one `Err`,
 /// after which it stops.
 #[derive(Debug)]

@@ -30,13 +30,12 @@ use super::offsets::{self, Committer, TopicPartition};
 use crate::client::cluster::{Client, ClientConfig, FetchOptions};
 use crate::client::connection::Connection;
 use crate::client::error::{code_is_retriable, ClientError};
-use crate::client::records::{ConsumedRecord, ConsumedRecords};
+use crate::client::records::{self, ConsumedRecord, ConsumedRecords};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
 use crate::protocol::heartbeat::{HeartbeatRequest, HeartbeatResponse};
 use crate::protocol::join_group::{JoinGroupRequest, JoinGroupResponse};
 use crate::protocol::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
-use crate::protocol::record_batch;
 use crate::protocol::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use crate::protocol::types::Offset;
 use crate::rt::time;
@@ -643,13 +642,7 @@ impl GroupConsumer {
                     }
                 }
                 let bytes = part.records.unwrap_or_default();
-                let mut next = position;
-                for batch in record_batch::batches(bytes.clone()) {
-                    match batch {
-                        Ok((header, _)) => next = next.max(header.last_offset().saturating_add(1)),
-                        Err(_) => break,
-                    }
-                }
+                let next = records::next_position(&bytes, position);
                 for record in ConsumedRecords::new(&tp.0, tp.1, bytes, position, decompressed_max) {
                     out.push(GroupRecord {
                         topic: tp.0.clone(),
