@@ -37,6 +37,8 @@ pub const QUEUED_MAX_REQUESTS_MAX: usize = 1 << 20;
 pub const CONTINUATION_LINES_MAX: usize = 10_000;
 /// Kafka's stand-in for "never" in its long-valued settings (`Long.MAX_VALUE`).
 pub const KAFKA_LONG_MAX: i64 = i64::MAX;
+/// The most `log.cleaner.threads` accepted: passes hold a whole offset map each.
+pub const LOG_CLEANER_THREADS_MAX: usize = 16;
 /// Bytes per offset-index entry: the smallest `segment.index.bytes` the log can use.
 const INDEX_ENTRY_BYTES: u64 = 8;
 
@@ -126,6 +128,24 @@ pub struct BrokerConfig {
     pub log_retention_check_interval_ms: u64,
     /// `log.cleanup.policy`.
     pub log_cleanup_policy: CleanupPolicy,
+    /// `log.cleaner.enable`: run the log cleaner on compacted topics.
+    pub log_cleaner_enable: bool,
+    /// `log.cleaner.threads`: passes that may run at once, on different logs.
+    pub log_cleaner_threads: usize,
+    /// `log.cleaner.backoff.ms`: how long the cleaner sleeps when no log needs cleaning.
+    pub log_cleaner_backoff_ms: u64,
+    /// `log.cleaner.dedupe.buffer.size`: the offset maps' budget, shared by the threads.
+    pub log_cleaner_dedupe_buffer_size: u64,
+    /// `log.cleaner.io.max.bytes.per.second` (read plus written, per thread); 0: no limit.
+    pub log_cleaner_io_max_bytes_per_second: u64,
+    /// `log.cleaner.min.cleanable.ratio`: the default of `min.cleanable.dirty.ratio`.
+    pub log_cleaner_min_cleanable_ratio: f64,
+    /// `log.cleaner.delete.retention.ms`: the default of `delete.retention.ms`.
+    pub log_cleaner_delete_retention_ms: i64,
+    /// `log.cleaner.min.compaction.lag.ms`: the default of `min.compaction.lag.ms`.
+    pub log_cleaner_min_compaction_lag_ms: i64,
+    /// `log.cleaner.max.compaction.lag.ms`: the default of `max.compaction.lag.ms`.
+    pub log_cleaner_max_compaction_lag_ms: i64,
     /// `min.insync.replicas`.
     pub min_insync_replicas: i32,
     /// `compression.type`: the topic default.
@@ -224,6 +244,8 @@ pub struct BrokerBugs {
     pub log: crate::log::LogBugs,
     /// The group coordinator's planted bugs (the group checkers).
     pub coordinator: crate::coordinator::shard::CoordinatorBugs,
+    /// The log cleaner's planted bugs (the compaction and duplicate checkers).
+    pub cleaner: crate::log::cleaner::CleanerBugs,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see
@@ -269,6 +291,15 @@ impl Default for BrokerConfig {
             log_retention_bytes: -1,
             log_retention_check_interval_ms: 300_000,
             log_cleanup_policy: CleanupPolicy::Delete,
+            log_cleaner_enable: true,
+            log_cleaner_threads: 1,
+            log_cleaner_backoff_ms: 15_000,
+            log_cleaner_dedupe_buffer_size: 128 << 20,
+            log_cleaner_io_max_bytes_per_second: 0,
+            log_cleaner_min_cleanable_ratio: 0.5,
+            log_cleaner_delete_retention_ms: DELETE_RETENTION_MS_DEFAULT,
+            log_cleaner_min_compaction_lag_ms: 0,
+            log_cleaner_max_compaction_lag_ms: i64::MAX,
             min_insync_replicas: 1,
             compression_type: BrokerCompressionType::Producer,
             compression_levels: CompressionLevels::default(),
@@ -323,8 +354,12 @@ pub struct TopicConfig {
     pub unclean_leader_election_enable: bool,
     /// `delete.retention.ms`: how long tombstones survive compaction.
     pub delete_retention_ms: i64,
-    /// `min.compaction.lag.ms`.
+    /// `min.compaction.lag.ms`: a segment holding a younger record is not cleaned.
     pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: dirty data this old is cleaned below the dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `min.cleanable.dirty.ratio`.
+    pub min_cleanable_dirty_ratio: f64,
     /// `file.delete.delay.ms`: how long a deleted segment's files linger.
     pub file_delete_delay_ms: i64,
     /// `segment.jitter.ms`.
@@ -646,8 +681,6 @@ pub const IGNORED_BROKER_KEYS: &[&str] = &[
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
     "share.coordinator.state.topic.num.partitions",
-    "log.cleaner.threads",
-    "log.cleaner.enable",
 ];
 
 /// Broker keys Samsa acts on (besides aliases handled with them).
@@ -687,6 +720,15 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "log.retention.bytes",
     "log.retention.check.interval.ms",
     "log.cleanup.policy",
+    "log.cleaner.enable",
+    "log.cleaner.threads",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
     "min.insync.replicas",
     "compression.type",
     "compression.gzip.level",
@@ -786,6 +828,17 @@ impl Settings {
                 .ok_or_else(|| self.invalid(key, allowed))?;
         }
         Ok(())
+    }
+
+    /// A decimal setting within `[min, max]`, or `None` when unset.
+    fn float(&self, key: &str, min: f64, max: f64) -> Result<Option<f64>, ConfigError> {
+        let Some((value, _)) = self.get(key) else {
+            return Ok(None);
+        };
+        match value.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && (min..=max).contains(&x) => Ok(Some(x)),
+            _ => Err(self.invalid(key, format!("must be a number in [{min}, {max}]"))),
+        }
     }
 
     fn bool(&self, key: &str) -> Result<Option<bool>, ConfigError> {
@@ -1145,6 +1198,38 @@ impl BrokerConfig {
             c.log_cleanup_policy = CleanupPolicy::parse(value)
                 .ok_or_else(|| s.invalid("log.cleanup.policy", CleanupPolicy::ALLOWED))?;
         }
+        if let Some(b) = s.bool("log.cleaner.enable")? {
+            c.log_cleaner_enable = b;
+        }
+        if let Some(n) = s.int("log.cleaner.threads", 1, LOG_CLEANER_THREADS_MAX as i64)? {
+            c.log_cleaner_threads = to_usize(n);
+        }
+        if let Some(n) = s.int("log.cleaner.backoff.ms", 1, i64::MAX)? {
+            c.log_cleaner_backoff_ms = to_u64(n);
+        }
+        if let Some(n) = s.int(
+            "log.cleaner.dedupe.buffer.size",
+            crate::log::cleaner::DEDUPE_BUFFER_BYTES_MIN as i64,
+            i64::MAX,
+        )? {
+            c.log_cleaner_dedupe_buffer_size = to_u64(n);
+        }
+        if let Some(x) = s.float("log.cleaner.io.max.bytes.per.second", 1.0, f64::MAX)? {
+            // Kafka's default, Double.MAX_VALUE, means no limit.
+            c.log_cleaner_io_max_bytes_per_second = if x >= u64::MAX as f64 { 0 } else { x as u64 };
+        }
+        if let Some(x) = s.float("log.cleaner.min.cleanable.ratio", 0.0, 1.0)? {
+            c.log_cleaner_min_cleanable_ratio = x;
+        }
+        if let Some(n) = s.int("log.cleaner.delete.retention.ms", 0, i64::MAX)? {
+            c.log_cleaner_delete_retention_ms = n;
+        }
+        if let Some(n) = s.int("log.cleaner.min.compaction.lag.ms", 0, i64::MAX)? {
+            c.log_cleaner_min_compaction_lag_ms = n;
+        }
+        if let Some(n) = s.int("log.cleaner.max.compaction.lag.ms", 1, i64::MAX)? {
+            c.log_cleaner_max_compaction_lag_ms = n;
+        }
         if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
             c.min_insync_replicas = i32::try_from(n).unwrap_or(1);
         }
@@ -1477,11 +1562,15 @@ pub const TOPIC_KEYS: &[(&str, &[&str])] = &[
     ("compression.lz4.level", &["compression.lz4.level"]),
     ("compression.type", &["compression.type"]),
     ("compression.zstd.level", &["compression.zstd.level"]),
-    ("delete.retention.ms", &[]),
+    ("delete.retention.ms", &["log.cleaner.delete.retention.ms"]),
     ("file.delete.delay.ms", &[]),
     ("flush.messages", &["log.flush.interval.messages"]),
     ("flush.ms", &["log.flush.interval.ms"]),
     ("index.interval.bytes", &["log.index.interval.bytes"]),
+    (
+        "max.compaction.lag.ms",
+        &["log.cleaner.max.compaction.lag.ms"],
+    ),
     ("max.message.bytes", &["message.max.bytes"]),
     ("message.downconversion.enable", &[]),
     (
@@ -1493,7 +1582,14 @@ pub const TOPIC_KEYS: &[(&str, &[&str])] = &[
         &["log.message.timestamp.before.max.ms"],
     ),
     ("message.timestamp.type", &["log.message.timestamp.type"]),
-    ("min.compaction.lag.ms", &[]),
+    (
+        "min.cleanable.dirty.ratio",
+        &["log.cleaner.min.cleanable.ratio"],
+    ),
+    (
+        "min.compaction.lag.ms",
+        &["log.cleaner.min.compaction.lag.ms"],
+    ),
     ("min.insync.replicas", &["min.insync.replicas"]),
     ("preallocate", &[]),
     ("retention.bytes", &["log.retention.bytes"]),
@@ -1538,8 +1634,10 @@ impl TopicConfig {
             compression_type: broker.compression_type,
             compression_levels: broker.compression_levels,
             unclean_leader_election_enable: false,
-            delete_retention_ms: DELETE_RETENTION_MS_DEFAULT,
-            min_compaction_lag_ms: 0,
+            delete_retention_ms: broker.log_cleaner_delete_retention_ms,
+            min_compaction_lag_ms: broker.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms: broker.log_cleaner_max_compaction_lag_ms,
+            min_cleanable_dirty_ratio: broker.log_cleaner_min_cleanable_ratio,
             file_delete_delay_ms: FILE_DELETE_DELAY_MS_DEFAULT,
             segment_jitter_ms: 0,
             preallocate: false,
@@ -1622,6 +1720,12 @@ impl TopicConfig {
         }
         if let Some(n) = s.int("min.compaction.lag.ms", 0, i64::MAX)? {
             t.min_compaction_lag_ms = n;
+        }
+        if let Some(n) = s.int("max.compaction.lag.ms", 1, i64::MAX)? {
+            t.max_compaction_lag_ms = n;
+        }
+        if let Some(x) = s.float("min.cleanable.dirty.ratio", 0.0, 1.0)? {
+            t.min_cleanable_dirty_ratio = x;
         }
         if let Some(n) = s.int("min.insync.replicas", 1, i32_max)? {
             t.min_insync_replicas = i32::try_from(n).unwrap_or(1);
@@ -1714,6 +1818,8 @@ impl TopicConfig {
             "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms.to_string(),
             "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms.to_string(),
             "message.timestamp.type" => self.message_timestamp_type.as_str().to_string(),
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms.to_string(),
+            "min.cleanable.dirty.ratio" => self.min_cleanable_dirty_ratio.to_string(),
             "min.compaction.lag.ms" => self.min_compaction_lag_ms.to_string(),
             "min.insync.replicas" => self.min_insync_replicas.to_string(),
             "preallocate" => self.preallocate.to_string(),

@@ -5,10 +5,11 @@
 //! partition's log and `rt`); a handler never needs to know which node leads a partition,
 //! it asks the partition, which on a single node is always its own leader.
 //!
-//! Background work ([`Broker::run_background`]) is three loops in one task: maintenance (the
+//! Background work ([`Broker::run_background`]) is four loops in one task: maintenance (the
 //! page-cache flusher, retention, producer expiration), the scrubber, which verifies data
-//! at rest at `log.scrubber.bytes.per.second` ([`Scrubber`]), and the group coordinator's
-//! timers (after it loaded `__consumer_offsets`).
+//! at rest at `log.scrubber.bytes.per.second` ([`Scrubber`]), the log cleaner
+//! ([`Broker::run_cleaner`], with `log.cleaner.threads - 1` more tasks of its own), and the
+//! group coordinator's timers (after it loaded `__consumer_offsets`).
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
@@ -28,14 +29,15 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use crate::broker::partition::Partition;
+use crate::broker::partition::{CleanerShare, Partition};
 
-use crate::broker::config::BrokerConfig;
+use crate::broker::config::{BrokerConfig, LOG_CLEANER_THREADS_MAX};
 use crate::broker::dynamic_config::DynamicConfigs;
 use crate::broker::fetch_session::{FetchSessionCache, FETCH_SESSION_EVICTION_MS};
 use crate::broker::partition::LogDirHealth;
 use crate::broker::topics::{TopicError, Topics};
 use crate::coordinator::driver::GroupCoordinator;
+use crate::log::cleaner::CleanerPolicy;
 use crate::rt::clock::Clock;
 use crate::rt::disk::{DirLock, Disk};
 use crate::rt::latch::Latch;
@@ -103,6 +105,16 @@ pub const FLUSH_CHECK_INTERVAL_MS: u64 = 50;
 
 /// Kafka's lock file in a log directory.
 pub const LOCK_FILE: &str = ".lock";
+
+/// The logs the cleaner workers are cleaning, by (topic, partition).
+pub type CleanerBusy = std::sync::Mutex<std::collections::BTreeSet<(String, i32)>>;
+
+/// The busy set; a poisoned lock only means a worker panicked between two whole updates.
+fn lock_busy(
+    busy: &CleanerBusy,
+) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<(String, i32)>> {
+    busy.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// How often the scrubber wakes to spend the budget earned since its last tick.
 pub const SCRUB_TICK_MS: u64 = 100;
@@ -270,6 +282,7 @@ impl Broker {
         tokio::join!(
             Arc::clone(&self).run_maintenance(shutdown.clone()),
             Arc::clone(&self).run_scrubber(shutdown.clone()),
+            Arc::clone(&self).run_cleaner(shutdown.clone()),
             async move {
                 load.await;
                 coordinator.run(shutdown).await;
@@ -333,6 +346,123 @@ impl Broker {
             last_tick = now;
             scrubber.spend(&self.topics.partitions().await).await;
         }
+    }
+
+    /// The log cleaner until `shutdown` (Kafka's `LogCleaner`): `log.cleaner.threads`
+    /// workers, each taking the filthiest compacted log that is due
+    /// ([`Broker::clean_filthiest`]) and sleeping `log.cleaner.backoff.ms` when none is.
+    /// Returns at once when `log.cleaner.enable` is false.
+    pub async fn run_cleaner(self: Arc<Self>, shutdown: Arc<Latch>) {
+        if !self.config.log_cleaner_enable {
+            return;
+        }
+        let threads = self
+            .config
+            .log_cleaner_threads
+            .clamp(1, LOG_CLEANER_THREADS_MAX);
+        let busy = Arc::new(std::sync::Mutex::new(std::collections::BTreeSet::new()));
+        let mut others = Vec::with_capacity(threads - 1);
+        for _ in 1..threads {
+            let broker = Arc::clone(&self);
+            let shutdown = shutdown.clone();
+            let busy = busy.clone();
+            others.push(crate::rt::task::spawn(async move {
+                broker.cleaner_thread(&shutdown, &busy).await;
+            }));
+        }
+        self.cleaner_thread(&shutdown, &busy).await;
+        for other in others {
+            let _ = other.await;
+        }
+    }
+
+    async fn cleaner_thread(&self, shutdown: &Latch, busy: &CleanerBusy) {
+        let backoff = Duration::from_millis(self.config.log_cleaner_backoff_ms);
+        loop {
+            let cleaned = self.clean_filthiest(shutdown, busy).await;
+            if shutdown.is_set() {
+                return;
+            }
+            if !cleaned {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.wait() => return,
+                    _ = time::sleep(backoff) => {}
+                }
+            }
+        }
+    }
+
+    /// What each cleaner pass brings from the broker's settings.
+    pub fn cleaner_share(&self) -> CleanerShare {
+        let threads = self
+            .config
+            .log_cleaner_threads
+            .clamp(1, LOG_CLEANER_THREADS_MAX);
+        CleanerShare {
+            dedupe_buffer_bytes: self.config.log_cleaner_dedupe_buffer_size / threads as u64,
+            io_max_bytes_per_second: self.config.log_cleaner_io_max_bytes_per_second,
+            bugs: self.config.bugs.cleaner,
+        }
+    }
+
+    /// One cleaner pass over the compacted log that needs it most: an overdue one
+    /// (`max.compaction.lag.ms`) first, then the highest dirty ratio at or above its
+    /// `min.cleanable.dirty.ratio`; ties go to the first in (topic, partition) order. A log
+    /// another worker is cleaning is skipped. Returns whether a pass ran.
+    pub async fn clean_filthiest(&self, shutdown: &Latch, busy: &CleanerBusy) -> bool {
+        let share = self.cleaner_share();
+        let now_ms = self.clock.now_ms();
+        let mut partitions = self.topics.partitions().await;
+        partitions.sort_by(|a, b| (&a.topic, a.index).cmp(&(&b.topic, b.index)));
+        let mut best: Option<(bool, f64, Arc<Partition>, CleanerPolicy)> = None;
+        for partition in partitions {
+            let key = (partition.topic.clone(), partition.index);
+            if lock_busy(busy).contains(&key) {
+                continue;
+            }
+            let Some(policy) = partition.cleaner_policy(&share) else {
+                continue;
+            };
+            let Ok(offered) = partition.cleanable(&policy, now_ms).await else {
+                continue;
+            };
+            if !offered.due(&policy) {
+                continue;
+            }
+            let rank = (offered.overdue, offered.dirty_ratio());
+            if best
+                .as_ref()
+                .is_none_or(|(overdue, ratio, _, _)| rank > (*overdue, *ratio))
+            {
+                best = Some((rank.0, rank.1, partition, policy));
+            }
+        }
+        let Some((_, _, partition, policy)) = best else {
+            return false;
+        };
+        let key = (partition.topic.clone(), partition.index);
+        if !lock_busy(busy).insert(key.clone()) {
+            return false; // Another worker took it meanwhile.
+        }
+        let result = partition.clean(&policy, now_ms, shutdown).await;
+        lock_busy(busy).remove(&key);
+        match result {
+            Ok(outcome) => tracing::debug!(
+                topic = %partition.topic,
+                partition = partition.index,
+                end = outcome.end_offset,
+                records_removed = outcome.records_removed,
+                "log cleaner pass done"
+            ),
+            Err(e) => tracing::warn!(
+                topic = %partition.topic,
+                partition = partition.index,
+                error = %e,
+                "log cleaner pass failed"
+            ),
+        }
+        true
     }
 
     /// One retention check of every partition (Kafka's `kafka-log-retention` task). Errors

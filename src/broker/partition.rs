@@ -24,6 +24,7 @@ use bytes::Bytes;
 use tokio::sync::Notify;
 
 use crate::broker::config::{BrokerBugs, TopicConfig};
+use crate::log::cleaner::{CleanOutcome, Cleanable, CleanerBugs, CleanerPolicy};
 use crate::log::validator::ValidatedBatch;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
@@ -169,6 +170,16 @@ pub struct Partition {
     pub recovery: RecoveryReport,
     /// Deliberate bugs (all off outside the simulation's checker tests).
     bugs: BrokerBugs,
+}
+
+/// What one cleaner thread brings to every pass, from the broker's `log.cleaner.*`.
+#[derive(Clone, Copy, Debug)]
+pub struct CleanerShare {
+    /// `log.cleaner.dedupe.buffer.size` divided among `log.cleaner.threads`.
+    pub dedupe_buffer_bytes: u64,
+    /// `log.cleaner.io.max.bytes.per.second`; 0: no limit.
+    pub io_max_bytes_per_second: u64,
+    pub bugs: CleanerBugs,
 }
 
 /// `Partition::corrupt_from` before any finding: above every offset.
@@ -531,6 +542,50 @@ impl Partition {
         };
         self.log
             .enforce_retention(policy, self.high_watermark(), now_ms)
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+
+    /// The cleaner settings for this partition now: the topic's current config (read at each
+    /// call, so AlterConfigs applies at the next pass) with the broker's share of the dedupe
+    /// buffer and IO limit. `None` unless `cleanup.policy` includes `compact`.
+    pub fn cleaner_policy(&self, broker: &CleanerShare) -> Option<CleanerPolicy> {
+        let config = self.config();
+        config.cleanup_policy.compacts().then_some(CleanerPolicy {
+            min_cleanable_dirty_ratio: config.min_cleanable_dirty_ratio,
+            min_compaction_lag_ms: config.min_compaction_lag_ms,
+            max_compaction_lag_ms: config.max_compaction_lag_ms,
+            delete_retention_ms: config.delete_retention_ms,
+            dedupe_buffer_bytes: broker.dedupe_buffer_bytes,
+            io_max_bytes_per_second: broker.io_max_bytes_per_second,
+            bugs: broker.bugs,
+        })
+    }
+
+    /// What the log cleaner may do here now, below the high watermark.
+    pub async fn cleanable(
+        &self,
+        policy: &CleanerPolicy,
+        now_ms: i64,
+    ) -> Result<Cleanable, PartitionError> {
+        self.check_live()?;
+        self.log
+            .cleanable(policy, self.high_watermark(), now_ms)
+            .await
+            .map_err(|e| self.log_error(e))
+    }
+
+    /// One log cleaner pass over this partition, below the high watermark; `abort` stops it
+    /// before it changes anything (shutdown).
+    pub async fn clean(
+        &self,
+        policy: &CleanerPolicy,
+        now_ms: i64,
+        abort: &Latch,
+    ) -> Result<CleanOutcome, PartitionError> {
+        self.check_live()?;
+        self.log
+            .clean(policy, self.high_watermark(), now_ms, abort)
             .await
             .map_err(|e| self.log_error(e))
     }

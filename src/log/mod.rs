@@ -34,6 +34,10 @@
 //! wholly below the high watermark, so an unacknowledged append is never deleted. Producer
 //! snapshots below the new start go with the segments (the newest one is kept).
 
+pub mod cleaner;
+// Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
+mod cleaner_tests;
 mod index;
 pub mod producer_snapshot;
 pub mod producer_state;
@@ -229,6 +233,8 @@ pub enum LogError {
     Config(String),
     /// An idempotent producer's batch was refused by the producer state checks.
     Producer(ProducerStateError),
+    /// A log cleaner pass stopped for shutdown before changing anything.
+    Aborted,
 }
 
 impl LogError {
@@ -274,6 +280,7 @@ impl std::fmt::Display for LogError {
             }
             LogError::Config(why) => write!(f, "invalid log config: {why}"),
             LogError::Producer(e) => write!(f, "{e}"),
+            LogError::Aborted => write!(f, "log cleaner pass stopped for shutdown"),
         }
     }
 }
@@ -439,6 +446,8 @@ struct State {
     /// The idempotent producers' state, always reflecting the log up to `log_end_offset`:
     /// checked and updated under this lock, in the order offsets are assigned.
     producers: ProducerStateMap,
+    /// The log cleaner's checkpoint as last written ([`cleaner`]).
+    cleaner: cleaner::CleanerCheckpoint,
 }
 
 impl State {
@@ -571,6 +580,7 @@ impl Log {
             recovery_point: report.log_end_offset,
             truncations: 0,
             producers,
+            cleaner: report.cleaner,
         };
         state.check_invariants();
         let log = Log {
@@ -1105,12 +1115,29 @@ impl Log {
         if offset >= bound {
             return Ok(found);
         }
-        let Some((&base, segment)) = state.segments.range(..=offset).next_back() else {
+        let Some((mut base, mut segment)) = state
+            .segments
+            .range(..=offset)
+            .next_back()
+            .map(|(base, segment)| (*base, segment))
+        else {
             return Err(out_of_range());
         };
-        // Find the batch holding `offset`, starting from the index's hint.
-        let Some((position, first)) = segment.seek(offset, |h| h.next_offset() > offset).await?
-        else {
+        // Find the batch holding `offset` (or, in a compacted log, the first batch after it),
+        // starting from the index's hint.
+        let mut found_batch = segment.seek(offset, |h| h.next_offset() > offset).await?;
+        // A cleaned segment may end below the next one's base: an offset in that gap is read
+        // from the next segment that holds a batch.
+        while found_batch.is_none() && segment.gaps {
+            let Some((&next_base, next)) = state.segments.range(base + 1..).next() else {
+                break;
+            };
+            base = next_base;
+            segment = next;
+            // Every batch of a later segment lies above `offset`: its first one is the answer.
+            found_batch = segment.seek(base, |h| h.next_offset() > offset).await?;
+        }
+        let Some((position, first)) = found_batch else {
             return Err(segment.corrupt(
                 segment.size,
                 format!("offset {offset} not found before the end of the segment"),
@@ -1142,7 +1169,7 @@ impl Log {
             let header = segment.read_header(end).await?;
             let len = header.total_len() as u64;
             // A batch that does not continue the offsets is left for the next read to refuse.
-            if header.base_offset != next_offset
+            if !segment::continues(segment.gaps, header.base_offset, next_offset)
                 || header.next_offset() > bound
                 || (end + len - start) as usize > max_bytes
             {
@@ -1410,6 +1437,15 @@ impl Log {
             ));
         };
         let new_end = cut.base_offset;
+        // The cleaner's checkpoint may not name offsets the log no longer has.
+        let cleaner = cleaner::CleanerCheckpoint {
+            first_dirty_offset: state.cleaner.first_dirty_offset.min(new_end),
+            gaps_below: state.cleaner.gaps_below.min(new_end),
+        };
+        if cleaner != state.cleaner {
+            cleaner::write_checkpoint(&self.disk, &self.dir, cleaner).await?;
+            state.cleaner = cleaner;
+        }
         // Lower the recovery point first: a crash half-way must not trust the cut data.
         let recovery_point = new_end.min(state.durable_end_offset);
         recovery::write_checkpoint(&self.disk, &self.dir, recovery_point).await?;

@@ -280,6 +280,11 @@ impl ProducerStateMap {
         self.producers.get(&producer_id)
     }
 
+    /// Every producer the state knows, by producer id.
+    pub fn iter(&self) -> impl Iterator<Item = (&i64, &ProducerEntry)> {
+        self.producers.iter()
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }

@@ -19,8 +19,14 @@
 //!   already gone, a gap among such segments, or index files whose `.log` is gone are all
 //!   tolerated), and if the log now ends below its start (recovery cut data the start had
 //!   passed) it is emptied and restarted at the log start offset, as Kafka does.
+//! - The log cleaner may have been cut short (see [`super::cleaner`]): `.cleaned` files are
+//!   removed (the swap had not begun), and each `.swap` file finishes its swap: the segments
+//!   whose base offsets lie in its offset range are removed and it is renamed into place.
+//! - Segments below the cleaner checkpoint's `gaps_below` offset were rewritten by the
+//!   cleaner and may skip offsets ([`Segment::gaps`]); every other segment must be contiguous.
 
-use super::segment::{parse_log_name, Segment};
+use super::cleaner::{self, CleanerCheckpoint};
+use super::segment::{continues, parse_log_name, Segment};
 use super::{LogConfig, LogError, CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE};
 use crate::protocol::record_batch::{BatchHeader, BATCH_HEADER_LEN};
 use crate::rt::disk::{join, Disk};
@@ -46,6 +52,10 @@ pub struct RecoveryReport {
     pub segments_below_start_removed: usize,
     pub log_start_offset: i64,
     pub log_end_offset: i64,
+    /// The log cleaner's checkpoint as recovery found it.
+    pub cleaner: CleanerCheckpoint,
+    /// Cleaner swaps that a crash interrupted and recovery finished.
+    pub swaps_finished: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,15 +124,21 @@ async fn read_offset_checkpoint(
     }
 }
 
-/// Parses a checkpoint file; `Err` says why it cannot be used.
-pub fn decode_checkpoint(bytes: &[u8]) -> Result<i64, String> {
+/// The lines of a checkpoint file after its version line `0`; `Err` says why they cannot
+/// be read (not UTF-8, empty, another version).
+pub(super) fn checkpoint_lines(bytes: &[u8]) -> Result<std::str::Lines<'_>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8".to_string())?;
     let mut lines = text.lines();
     match lines.next() {
-        Some("0") => {}
-        Some(other) => return Err(format!("unknown version {other:?}")),
-        None => return Err("empty".to_string()),
+        Some("0") => Ok(lines),
+        Some(other) => Err(format!("unknown version {other:?}")),
+        None => Err("empty".to_string()),
     }
+}
+
+/// Parses a checkpoint file; `Err` says why it cannot be used.
+pub fn decode_checkpoint(bytes: &[u8]) -> Result<i64, String> {
+    let mut lines = checkpoint_lines(bytes)?;
     let offset = lines
         .next()
         .ok_or("missing the offset line")?
@@ -160,6 +176,14 @@ pub(super) async fn recover(
         let path = join(dir, name);
         disk.remove(&path).await.map_err(io("remove", &path))?;
     }
+    report.swaps_finished = cleaner::finish_interrupted_swaps(disk, dir, &names).await?;
+    let names = if report.swaps_finished > 0 || names.iter().any(|n| n.ends_with(".cleaned")) {
+        disk.list(dir).await.map_err(io("list", dir))?
+    } else {
+        names
+    };
+    report.cleaner = cleaner::read_checkpoint(disk, dir, &names).await?;
+    let gaps_below = report.cleaner.gaps_below;
     report.recovery_point = read_offset_checkpoint(disk, dir, &names, RECOVERY_POINT_FILE).await?;
     let checkpointed_start =
         read_offset_checkpoint(disk, dir, &names, LOG_START_OFFSET_FILE).await?;
@@ -195,6 +219,7 @@ pub(super) async fn recover(
     };
     let interval = config.index_interval_bytes;
     let mut expected_base: Option<i64> = None;
+    let mut previous_gaps = false;
     let mut cut = false;
     let mut scanned_any = false;
     for &base in &bases {
@@ -204,7 +229,9 @@ pub(super) async fn recover(
             continue;
         }
         if let Some(expected) = expected_base {
-            if base != expected {
+            // A cleaned segment may end below the next one's base (its last batches were
+            // cleaned away); segments never overlap.
+            if !continues(previous_gaps, base, expected) {
                 tracing::warn!(
                     dir,
                     base,
@@ -237,6 +264,7 @@ pub(super) async fn recover(
             }
         }
         let mut segment = Segment::open_files(disk, dir, base).await?;
+        segment.gaps = base < gaps_below;
         if !full_scan {
             let trusted = match missing_index {
                 Some(why) => Err(why),
@@ -252,6 +280,7 @@ pub(super) async fn recover(
                 tracing::warn!(dir, base, why, "rebuilding the segment's indexes");
                 report.indexes_rebuilt += 1;
                 segment = Segment::open_files(disk, dir, base).await?;
+                segment.gaps = base < gaps_below;
                 full_scan = true;
             }
         }
@@ -309,6 +338,7 @@ pub(super) async fn recover(
             segment.write_indexes().await?;
         }
         expected_base = Some(segment.next_offset);
+        previous_gaps = segment.gaps;
         segments.insert(base, segment);
     }
     if scanned_any || report.segments_removed > 0 {
@@ -416,7 +446,7 @@ async fn remove_below_start(
 
 /// Removes a segment's files, whichever of them still exist (the `.log` last, so a crash
 /// part-way leaves a segment recovery still recognises, or only orphan index files).
-async fn remove_segment(disk: &Disk, dir: &str, base: i64) -> Result<(), LogError> {
+pub(super) async fn remove_segment(disk: &Disk, dir: &str, base: i64) -> Result<(), LogError> {
     for suffix in [".index", ".timeindex", ".log"] {
         let path = Segment::path(dir, base, suffix);
         if disk

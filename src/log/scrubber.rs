@@ -121,6 +121,8 @@ struct Target {
     end_offset: i64,
     position: u64,
     expected: i64,
+    /// The segment was rewritten by the cleaner: its offsets may have gaps.
+    gaps: bool,
     truncations: u64,
 }
 
@@ -156,6 +158,7 @@ fn pick(state: &State, cursor: ScrubCursor) -> Option<(Target, bool)> {
         end_offset: s.next_offset,
         position,
         expected,
+        gaps: s.gaps,
         truncations: state.truncations,
     };
     let onward = scrubbable(state)
@@ -219,7 +222,13 @@ async fn walk(target: &Target, budget_bytes: u64) -> Result<Walk, LogError> {
                 break;
             }
         };
-        if let Err(why) = check_batch_place(&header, walk.position, target.size, walk.expected) {
+        if let Err(why) = check_batch_place(
+            &header,
+            walk.position,
+            target.size,
+            walk.expected,
+            target.gaps,
+        ) {
             walk.failure = Some((walk.position, why));
             break;
         }

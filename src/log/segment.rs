@@ -7,6 +7,11 @@
 //! Invariants: batches in a segment have strictly increasing, contiguous offsets starting at
 //! `base_offset` (`next_offset` is one past the last); `size` is the byte length of the whole
 //! batches in the file; every index entry points at the start of a batch in `[0, size)`.
+//! A segment the log cleaner rewrote (`gaps`, see [`super::cleaner`]) keeps strictly
+//! increasing offsets but may skip some: its first batch may begin above `base_offset` and a
+//! batch may begin above the end of the one before, where the cleaner removed whole batches.
+//! Every other segment keeps the contiguous rule, so step 5's offset-gap checks stay whole
+//! on uncompacted logs.
 
 use super::index::{OffsetEntry, OffsetIndex, TimeEntry, TimeIndex};
 use super::LogError;
@@ -21,7 +26,11 @@ pub fn file_name(base_offset: i64, suffix: &str) -> String {
 
 /// Parses `00000000000000000042.log` into 42; `None` for any other name.
 pub fn parse_log_name(name: &str) -> Option<i64> {
-    let digits = name.strip_suffix(".log")?;
+    parse_base(name.strip_suffix(".log")?)
+}
+
+/// Parses a base offset written as 20 decimal digits.
+pub fn parse_base(digits: &str) -> Option<i64> {
     if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -68,6 +77,20 @@ pub struct Segment {
     pub max_timestamp_offset: i64,
     /// Wall-clock time of the segment's first append, for roll by time.
     pub first_append_ms: Option<i64>,
+    /// The log cleaner rewrote this segment: its offsets may have gaps (see the module
+    /// docs). Set by recovery for segments below the cleaner checkpoint, and by the swap.
+    pub gaps: bool,
+}
+
+/// Whether a batch beginning at `base` may follow a log that continues at `expected`: exactly
+/// there, or, in a segment with gaps, anywhere above (compaction removes whole batches and
+/// leaves their offsets unused; offsets never go backwards).
+pub fn continues(gaps: bool, base: i64, expected: i64) -> bool {
+    if gaps {
+        base >= expected
+    } else {
+        base == expected
+    }
 }
 
 /// What a scan of a segment found.
@@ -87,6 +110,7 @@ pub(super) fn check_batch_place(
     position: u64,
     file_len: u64,
     expected: i64,
+    gaps: bool,
 ) -> Result<(), String> {
     let len = header.total_len() as u64;
     if position + len > file_len {
@@ -94,7 +118,7 @@ pub(super) fn check_batch_place(
             "batch of {len} bytes is cut off at the end of the file"
         ));
     }
-    if header.base_offset != expected {
+    if !continues(gaps, header.base_offset, expected) {
         return Err(format!(
             "batch base offset {} does not continue the log at {expected}",
             header.base_offset
@@ -134,7 +158,7 @@ impl Segment {
 
     /// A segment over its three files with nothing indexed or walked yet: recovery fills in
     /// the indexes and the offsets, appends do for a new segment.
-    fn unindexed(
+    pub(super) fn unindexed(
         base_offset: i64,
         size: u64,
         log: File,
@@ -156,6 +180,7 @@ impl Segment {
             max_timestamp: -1,
             max_timestamp_offset: base_offset,
             first_append_ms: None,
+            gaps: false,
         }
     }
 
@@ -231,15 +256,17 @@ impl Segment {
         }
     }
 
-    /// [`Segment::read_header`], checking that the batch starts at offset `expected`. The base
-    /// offset is outside the CRC, so continuing the previous batch is its only check.
+    /// [`Segment::read_header`], checking that the batch starts at offset `expected` (or, with
+    /// `gaps_allowed`, at or above it). The base offset is outside the CRC, so continuing the
+    /// previous batch is its only check.
     pub async fn read_header_expecting(
         &self,
         position: u64,
         expected: i64,
+        gaps_allowed: bool,
     ) -> Result<BatchHeader, LogError> {
         let header = self.read_header(position).await?;
-        if header.base_offset != expected {
+        if !continues(gaps_allowed, header.base_offset, expected) {
             return Err(self.corrupt(
                 position,
                 format!(
@@ -278,8 +305,14 @@ impl Segment {
         (mut position, mut expected): (u64, i64),
         found: &impl Fn(&BatchHeader) -> bool,
     ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        // An index entry names its batch's exact base offset; only the start of a segment
+        // with gaps, and every batch after the first, may begin above what is expected.
+        let mut gaps_allowed = self.gaps && position == 0;
         while position < self.size {
-            let header = self.read_header_expecting(position, expected).await?;
+            let header = self
+                .read_header_expecting(position, expected, gaps_allowed)
+                .await?;
+            gaps_allowed = self.gaps;
             if found(&header) {
                 return Ok(Some((position, header)));
             }
@@ -351,7 +384,9 @@ impl Segment {
                 }
             };
             let len = header.total_len() as u64;
-            if let Err(why) = check_batch_place(&header, position, file_len, self.next_offset) {
+            if let Err(why) =
+                check_batch_place(&header, position, file_len, self.next_offset, self.gaps)
+            {
                 outcome.invalid_at = Some((position, why));
                 break;
             }
@@ -377,7 +412,7 @@ impl Segment {
 
     /// Adds a batch appended at `position` to the in-memory indexes and returns the entries
     /// it added, so the append path can write them to the index files.
-    fn note_batch(
+    pub(super) fn note_batch(
         &mut self,
         header: &BatchHeader,
         position: u64,
@@ -527,7 +562,7 @@ impl Segment {
                 .read_header(position)
                 .await
                 .map_err(|e| e.to_string())?;
-            if header.base_offset != next {
+            if !continues(self.gaps, header.base_offset, next) {
                 return Err(format!(
                     "{}: batch at position {position} has base offset {} where {next} was expected",
                     self.log.path(),

@@ -1138,6 +1138,8 @@ pub struct BatchBuilder {
     /// KIP-534's delete horizon: when set, the batch's base timestamp (and attribute bit
     /// 0x40).
     delete_horizon_ms: Option<i64>,
+    /// Set by [`BatchBuilder::rewriting`]: what a rewritten batch keeps of the original.
+    kept: Option<Kept>,
     records: BytesMut,
     count: usize,
     /// The offset delta the next [`BatchBuilder::push`] takes, and the last one pushed.
@@ -1160,6 +1162,7 @@ impl BatchBuilder {
             base_sequence: -1,
             transactional: false,
             delete_horizon_ms: None,
+            kept: None,
             records: BytesMut::new(),
             count: 0,
             next_offset_delta: 0,
@@ -1167,6 +1170,37 @@ impl BatchBuilder {
             base_timestamp: 0,
             max_timestamp: 0,
         }
+    }
+
+    /// A builder for a batch the log cleaner rewrites from `original` with some of its
+    /// records: it keeps the base offset, the last offset delta (so the batch still ends
+    /// where it did, and the producer's last sequence read back from it is unchanged: the
+    /// reason magic v2 stores `lastOffsetDelta`), the partition leader epoch, the producer
+    /// id, epoch and base sequence, the codec, the timestamp type and the transactional and
+    /// control bits. Under LogAppendTime the original max timestamp stays (it is every
+    /// record's timestamp); under CreateTime it is the largest kept record's, as Kafka's
+    /// cleaner writes it. Records are pushed with [`BatchBuilder::push_at`] at their own
+    /// offset deltas.
+    ///
+    /// # Errors
+    /// If `original`'s codec is unknown.
+    pub fn rewriting(original: &BatchHeader) -> Result<Self, BatchError> {
+        let mut builder = BatchBuilder::new(original.base_offset)
+            .partition_leader_epoch(original.partition_leader_epoch)
+            .producer(
+                original.producer_id,
+                original.producer_epoch,
+                original.base_sequence,
+            )
+            .compression(original.compression()?)
+            .transactional(original.is_transactional());
+        builder.kept = Some(Kept {
+            last_offset_delta: original.last_offset_delta,
+            log_append_time: (original.timestamp_type() == TimestampType::LogAppendTime)
+                .then_some(original.max_timestamp),
+            control: original.is_control(),
+        });
+        Ok(builder)
     }
 
     /// Sets the partition leader epoch the batch was written in (a rewritten batch keeps its
@@ -1340,6 +1374,22 @@ impl BatchBuilder {
         if self.delete_horizon_ms.is_some() {
             attributes |= DELETE_HORIZON_BIT;
         }
+        let mut last_offset_delta = self.last_offset_delta;
+        let mut max_timestamp = self.max_timestamp;
+        if let Some(kept) = self.kept {
+            assert!(
+                kept.last_offset_delta >= self.last_offset_delta,
+                "a rewritten batch keeps records only from its own offset range"
+            );
+            last_offset_delta = kept.last_offset_delta;
+            if let Some(log_append_time) = kept.log_append_time {
+                attributes |= TIMESTAMP_TYPE_BIT;
+                max_timestamp = log_append_time;
+            }
+            if kept.control {
+                attributes |= CONTROL_BIT;
+            }
+        }
         let mut out = BytesMut::with_capacity(total);
         out.put_i64(self.base_offset);
         out.put_i32(builder_len(total - LOG_OVERHEAD));
@@ -1347,9 +1397,9 @@ impl BatchBuilder {
         out.put_i8(MAGIC_V2);
         out.put_u32(0); // The CRC, filled in once the bytes it covers are in place.
         out.put_i16(attributes);
-        out.put_i32(self.last_offset_delta);
+        out.put_i32(last_offset_delta);
         out.put_i64(self.base_timestamp);
-        out.put_i64(self.max_timestamp);
+        out.put_i64(max_timestamp);
         out.put_i64(self.producer_id);
         out.put_i16(self.producer_epoch);
         out.put_i32(self.base_sequence);
@@ -1359,6 +1409,15 @@ impl BatchBuilder {
         out[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_be_bytes());
         out
     }
+}
+
+/// What [`BatchBuilder::rewriting`] keeps of the original batch besides the plain fields.
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    last_offset_delta: i32,
+    /// The original max timestamp, under LogAppendTime.
+    log_append_time: Option<i64>,
+    control: bool,
 }
 
 /// The batch Kafka's log cleaner leaves when it cleans away every record of a batch that

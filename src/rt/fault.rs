@@ -55,11 +55,14 @@ pub enum FaultPoint {
     /// An OffsetCommit answer was sent while some partition (`__consumer_offsets` among
     /// them) had unsynced data.
     OffsetCommitAnsweredUnsynced,
+    /// The log cleaner made a cleaned segment's `.swap` name durable and is about to remove
+    /// the segments it replaces.
+    CleanerSwap,
 }
 
 impl FaultPoint {
     /// Every point, in report order.
-    pub const ALL: [FaultPoint; 14] = [
+    pub const ALL: [FaultPoint; 15] = [
         FaultPoint::DiskWritten,
         FaultPoint::DiskSyncBefore,
         FaultPoint::DiskSyncAfter,
@@ -74,6 +77,7 @@ impl FaultPoint {
         FaultPoint::FetchAnsweredUnsynced,
         FaultPoint::ProduceAnsweredUnsynced,
         FaultPoint::OffsetCommitAnsweredUnsynced,
+        FaultPoint::CleanerSwap,
     ];
 
     /// The point's stable name, as reports print it.
@@ -93,6 +97,7 @@ impl FaultPoint {
             FaultPoint::FetchAnsweredUnsynced => "broker.fetch.answered_unsynced",
             FaultPoint::ProduceAnsweredUnsynced => "broker.produce.answered_unsynced",
             FaultPoint::OffsetCommitAnsweredUnsynced => "broker.offset_commit.answered_unsynced",
+            FaultPoint::CleanerSwap => "log.cleaner.swap",
         }
     }
 
@@ -106,6 +111,7 @@ impl FaultPoint {
                 | FaultPoint::DiskReplaceBeforeRename
                 | FaultPoint::LogRoll
                 | FaultPoint::RetentionDelete
+                | FaultPoint::CleanerSwap
                 | FaultPoint::SnapshotWrite
                 | FaultPoint::CheckpointWrite
         )

@@ -460,7 +460,7 @@ pub fn partition_error_code(
             LogError::Io { .. } | LogError::Offline { .. } | LogError::Corrupt { .. } => {
                 ErrorCode::KAFKA_STORAGE_ERROR
             }
-            LogError::Config(_) => ErrorCode::UNKNOWN_SERVER_ERROR,
+            LogError::Config(_) | LogError::Aborted => ErrorCode::UNKNOWN_SERVER_ERROR,
             LogError::Producer(e) => producer_error_code(e),
         },
     }
