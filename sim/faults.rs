@@ -40,7 +40,10 @@ const _: () = assert!(ANSWER_HALT_DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
 /// Points enabled only when a test aims at them (`FaultPlanOptions::always`), never by the
 /// per-seed draw: added after the draw was fixed, so drawing for them would shift every
 /// existing seed's plan.
-pub const AIMED_ONLY: [FaultPoint; 1] = [FaultPoint::OffsetCommitAnsweredUnsynced];
+pub const AIMED_ONLY: [FaultPoint; 2] = [
+    FaultPoint::OffsetCommitAnsweredUnsynced,
+    FaultPoint::CleanerSwap,
+];
 const _: () = assert!(DELAY_MS_MAX <= FAULT_DELAY_MS_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MIN <= FIRE_PER_MILLION_MAX);
 const _: () = assert!(FIRE_PER_MILLION_MAX <= 1_000_000);

@@ -130,6 +130,9 @@ impl Default for GroupOptions {
 /// The broker's group settings for the simulation: a short initial rebalance delay and
 /// session bounds that admit the members' simulated timeouts; one `__consumer_offsets`
 /// partition (the disk is simulated: fewer logs, faster runs).
+/// `offsets.topic.segment.bytes` of the simulated node.
+pub const OFFSETS_SEGMENT_BYTES: i64 = 16 * 1024;
+
 pub fn broker_settings() -> GroupSettings {
     GroupSettings {
         coordinator: GroupConfig {
@@ -139,6 +142,9 @@ pub fn broker_settings() -> GroupSettings {
             ..GroupConfig::default()
         },
         offsets_topic_num_partitions: 1,
+        // Small segments, so that `__consumer_offsets` rolls within a run and the log cleaner
+        // (see `harness::broker_config`) compacts it while the group works.
+        offsets_topic_segment_bytes: OFFSETS_SEGMENT_BYTES,
         ..GroupSettings::default()
     }
 }
@@ -241,6 +247,7 @@ async fn produce(
             &mut rng,
             &clock,
             BatchBuilder::new(0),
+            false,
         );
         if let Err(e) = client
             .produce(GROUP_TOPIC, partition, batch, -1, REQUEST_TIMEOUT_MS as i32)

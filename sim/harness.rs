@@ -14,7 +14,7 @@ use crate::retention;
 use crate::workload::{self, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, TopicConfig};
+use samsa::broker::config::{BrokerBugs, BrokerConfig, CleanupPolicy, Endpoint, TopicConfig};
 use samsa::log::{FlushPolicy, Log, LogConfig};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, CrashReport, Disk, MemDisk};
@@ -96,6 +96,10 @@ pub struct Options {
     pub groups: Option<GroupOptions>,
     /// The simulated disk's sync latency range, in microseconds.
     pub disk_sync_us: (u64, u64),
+    /// The workload's topic is compacted (`log.cleanup.policy=compact`) and its records are
+    /// keyed by `workload::compaction_key`: the log cleaner rewrites it during the run and
+    /// the checkers apply the spec's compaction rule.
+    pub compaction: bool,
 }
 
 impl Default for Options {
@@ -132,6 +136,7 @@ impl Default for Options {
             final_rot: None,
             groups: None,
             disk_sync_us: (200, 2_000),
+            compaction: false,
         }
     }
 }
@@ -217,10 +222,18 @@ pub struct SeedOutcome {
     pub healed_appends: usize,
     /// How often each fault point fired.
     pub fault_points_fired: BTreeMap<FaultPoint, u32>,
+    /// The log cleaner's first dirty offset of `__consumer_offsets-0` at the end (0: never
+    /// cleaned, or no groups).
+    pub offsets_first_dirty: i64,
 }
 
 const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+
+/// `log.cleaner.backoff.ms` of the simulated node.
+pub const CLEANER_BACKOFF_MS: u64 = 150;
+/// `log.cleaner.min.cleanable.ratio` of the simulated node.
+pub const CLEANER_MIN_CLEANABLE_RATIO: f64 = 0.2;
 
 /// The node's configuration: small segments and frequent checkpoints so that a short run
 /// rolls segments and exercises recovery from checkpoints.
@@ -238,6 +251,15 @@ fn broker_config(options: &Options) -> BrokerConfig {
         bugs: options.bugs,
         fetch_zero_copy_bytes_min: options.zero_copy_bytes_min,
         log_scrubber_bytes_per_second: options.scrubber_bytes_per_second,
+        // The cleaner wakes often and cleans at a low dirty ratio, so a ten-second run sees
+        // many passes (on `__consumer_offsets` with groups, on the topic with compaction).
+        log_cleaner_backoff_ms: CLEANER_BACKOFF_MS,
+        log_cleaner_min_cleanable_ratio: CLEANER_MIN_CLEANABLE_RATIO,
+        log_cleanup_policy: if options.compaction {
+            CleanupPolicy::Compact
+        } else {
+            CleanupPolicy::Delete
+        },
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: NODE_IP.to_string(),
@@ -358,6 +380,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             clock: clock.clone(),
             think_ms_max: options.think_ms_max,
             idempotent: options.idempotent,
+            keyed: options.compaction,
         };
         joins.push(clients.spawn(client.run()));
     }
@@ -673,7 +696,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         &CheckOptions {
             synced_corruption_injected: corrupted,
             retention: options.retention_bytes >= 0,
-            offsets_may_have_gaps: false,
+            offsets_may_have_gaps: options.compaction,
             // Page-cache mode acknowledges before the sync: a power loss may take what the
             // high watermark covered.
             watermark_may_regress: matches!(options.flush, FlushPolicy::PageCache { .. })
@@ -681,6 +704,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             // No consumer groups yet: check_groups is not run.
             group_state_may_regress: false,
             groups_stable_at_end: false,
+            compaction: options
+                .compaction
+                .then_some(workload::compaction_key as samsa_spec::KeyOf),
         },
     );
     if options.groups.is_some() {
@@ -695,6 +721,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                 group_state_may_regress: false,
                 // The quiet phase let the group stabilise and drain every partition.
                 groups_stable_at_end: group_watermarks.is_some(),
+                compaction: None,
             },
             &mut report,
         );
@@ -729,6 +756,13 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         report,
         healed_appends,
         fault_points_fired: injector.fired(),
+        offsets_first_dirty: disk
+            .file_image(&format!(
+                "__consumer_offsets-0/{}",
+                samsa::log::cleaner::CLEANER_CHECKPOINT_FILE
+            ))
+            .and_then(|bytes| samsa::log::cleaner::CleanerCheckpoint::decode(&bytes).ok())
+            .map_or(0, |c| c.first_dirty_offset),
     }
 }
 

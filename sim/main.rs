@@ -501,6 +501,21 @@ fn consumer_groups_survive_member_and_broker_crashes() {
     );
 }
 
+/// The group suite runs the log cleaner on `__consumer_offsets` (small segments, a short
+/// backoff): on most of a few seeds it has cleaned some of it by the end.
+#[test]
+fn group_suite_compacts_consumer_offsets() {
+    let seeds = 1..6;
+    let cleaned: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| run_seed(seed, &group_options()).offsets_first_dirty > 0)
+        .collect();
+    assert!(
+        cleaned.len() >= 3,
+        "expected the cleaner to pass over __consumer_offsets in most of seeds {seeds:?}, it did in {cleaned:?}"
+    );
+}
+
 /// The seeds of a planted coordinator bug's test; the bug must be caught on at least
 /// `GROUP_PLANTED_CAUGHT_MIN` of them (two thirds), and the same seeds without it must be
 /// clean.
@@ -641,4 +656,90 @@ fn planted_generation_not_bumped_is_caught() {
         },
         &[AnomalyKind::GenerationRegress, AnomalyKind::SplitAssignment],
     );
+}
+
+/// The compaction suite's options: a compacted topic of few keys (the log cleaner rewrites
+/// it every few hundred milliseconds), the whole nemesis, and crashes aimed at the swap of a
+/// cleaned segment besides the drawn fault points.
+fn compaction_options() -> Options {
+    Options {
+        compaction: true,
+        retention_bytes: -1,
+        fault_points_always: vec![FaultPoint::CleanerSwap],
+        ..Options::default()
+    }
+}
+
+/// A compacted topic under every disk crash mode, with crashes during cleaning (the drawn
+/// disk points fire inside its writes and syncs) and at the swap: the final log must keep
+/// every key's latest acknowledged value, every record at its offset, nothing invented.
+#[test]
+fn compacted_topic_survives_crashes_during_cleaning_and_swaps() {
+    let fired = run_suite(
+        "compacted_topic_survives_crashes_during_cleaning_and_swaps",
+        &compaction_options(),
+        SEEDS_DEFAULT,
+    );
+    assert!(
+        fired.get(&FaultPoint::CleanerSwap).copied().unwrap_or(0) > 0,
+        "no crash ever hit a cleaner swap: {fired:?}"
+    );
+}
+
+/// The compaction suite's runs do compact: on most of a few seeds the final log holds fewer
+/// records than were acknowledged, with gaps in its offsets.
+#[test]
+fn compaction_suite_runs_remove_superseded_records() {
+    let seeds = 1..6;
+    let compacted: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            let outcome = run_seed(seed, &compaction_options());
+            assert!(outcome.report.is_valid(), "seed {seed}: {}", outcome.report);
+            let offsets: Vec<i64> = outcome.final_log.records.iter().map(|(o, _)| *o).collect();
+            offsets.windows(2).any(|w| w[1] > w[0] + 1)
+        })
+        .collect();
+    assert!(
+        compacted.len() >= 3,
+        "expected gaps left by the cleaner in most of seeds {seeds:?}, found in {compacted:?}"
+    );
+}
+
+/// The seeds of a planted cleaner bug's test.
+const CLEANER_PLANTED_SEEDS: std::ops::Range<u64> = 1..11;
+const CLEANER_PLANTED_CAUGHT_MIN: usize = 5;
+
+fn planted_cleaner_bug_is_caught(bug: &str, options: &Options) {
+    let caught: Vec<u64> = CLEANER_PLANTED_SEEDS
+        .filter(|&seed| run_seed(seed, options).report.has(AnomalyKind::LostWrite))
+        .collect();
+    eprintln!(
+        "planted bug {bug}: lost-write on {} of seeds {CLEANER_PLANTED_SEEDS:?}",
+        caught.len()
+    );
+    assert!(
+        caught.len() >= CLEANER_PLANTED_CAUGHT_MIN,
+        "planted bug {bug}: expected lost-write on at least {CLEANER_PLANTED_CAUGHT_MIN} of seeds {CLEANER_PLANTED_SEEDS:?}, caught on {caught:?}"
+    );
+}
+
+/// Planted bug: the cleaner removes the latest record of each key with the older ones; the
+/// spec's compaction rule finds values missing with no later record of their key.
+#[test]
+fn planted_cleaner_dropping_the_latest_value_is_caught() {
+    let mut options = compaction_options();
+    options.bugs.cleaner.drops_latest_value = true;
+    planted_cleaner_bug_is_caught("cleaner drops the latest value", &options);
+}
+
+/// Planted bug: the swap removes the old segments (durably) before the cleaned one is in
+/// place; a crash aimed at that window loses them.
+#[test]
+fn planted_swap_that_is_not_crash_safe_is_caught() {
+    let mut options = compaction_options();
+    options.bugs.cleaner.swap_not_crash_safe = true;
+    options.drawn_fault_points = false;
+    options.timed_faults = false;
+    planted_cleaner_bug_is_caught("swap not crash-safe", &options);
 }

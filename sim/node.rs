@@ -6,6 +6,7 @@ use crate::harness::Recorder;
 use samsa::broker::config::BrokerConfig;
 use samsa::broker::server::Serving;
 use samsa::broker::Broker;
+use samsa::log::cleaner::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{Disk, MemDisk};
 use samsa::rt::net::TcpListener;
@@ -137,14 +138,27 @@ pub async fn serve(
 /// Right after an open, reads the partition's segment files as recovery left them and checks
 /// that their batches continue one another and end at the log end recovery reported: a log
 /// end above the records on disk is a hole that the next append would leave (offset-gap).
+/// Segments the log cleaner rewrote (base below the cleaner checkpoint's `gaps_below`) may
+/// skip offsets, never go back.
 fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder) {
+    let gaps_below = disk
+        .file_image(&format!("{PARTITION_DIR}/{CLEANER_CHECKPOINT_FILE}"))
+        .and_then(|bytes| CleanerCheckpoint::decode(&bytes).ok())
+        .map_or(0, |c| c.gaps_below);
     let mut end: Option<i64> = None;
-    for (_, name) in segment_logs(disk.file_names()) {
+    let mut previous_gaps = false;
+    for (base, name) in segment_logs(disk.file_names()) {
+        let gaps = base < gaps_below;
         let image = bytes::Bytes::from(disk.file_image(&name).unwrap_or_default());
         for item in samsa::protocol::record_batch::batches(image) {
             let Ok((header, _)) = item else { break };
             if let Some(e) = end {
-                if header.base_offset != e {
+                let ok = if gaps || previous_gaps {
+                    header.base_offset >= e
+                } else {
+                    header.base_offset == e
+                };
+                if !ok {
                     recorder.note(
                         0,
                         format!("{OFFSET_GAP_AT_OPEN}{name}: a batch at {} follows offsets ending at {e}", header.base_offset),
@@ -152,6 +166,7 @@ fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder)
                 }
             }
             end = Some(header.next_offset());
+            previous_gaps = gaps;
         }
     }
     if let Some(e) = end {

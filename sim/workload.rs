@@ -64,6 +64,26 @@ pub struct Workload {
     pub think_ms_max: u64,
     /// Produce as an idempotent producer, retrying unknown outcomes (see the module docs).
     pub idempotent: bool,
+    /// Key each record by [`compaction_key`] of its value (a compacted topic), instead of
+    /// by the process.
+    pub keyed: bool,
+}
+
+/// Keys of the compaction suite: half the records go to a few hot keys (much for the cleaner
+/// to remove), half to many cold ones (so that the latest value of a key often lies in a
+/// closed segment the cleaner rewrites).
+pub const COMPACTION_HOT_KEYS: u64 = 8;
+pub const COMPACTION_COLD_KEYS: u64 = 1024;
+
+/// The key a value is written under in the compaction suite: a fixed mix of the value, so
+/// the spec's compaction rule knows every record's key from its value alone.
+pub fn compaction_key(value: Value) -> u64 {
+    let mixed = (value.0 ^ (value.0 >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    if mixed % 2 == 0 {
+        (mixed >> 1) % COMPACTION_HOT_KEYS
+    } else {
+        COMPACTION_HOT_KEYS + (mixed >> 1) % COMPACTION_COLD_KEYS
+    }
 }
 
 impl Workload {
@@ -92,7 +112,14 @@ impl Workload {
     /// The next 1..=RECORDS_PER_APPEND_MAX values of this process (from `*seq`, which moves
     /// past them), keyed by the process, in one batch from `builder`.
     fn next_batch(&mut self, seq: &mut u32, builder: BatchBuilder) -> (Vec<Value>, Bytes) {
-        build_batch(self.process, seq, &mut self.rng, &self.clock, builder)
+        build_batch(
+            self.process,
+            seq,
+            &mut self.rng,
+            &self.clock,
+            builder,
+            self.keyed,
+        )
     }
 
     async fn produce(&mut self, client: &mut Client, seq: &mut u32) {
@@ -283,18 +310,19 @@ pub fn build_batch(
     rng: &mut SmallRng,
     clock: &Clock,
     mut builder: BatchBuilder,
+    keyed: bool,
 ) -> (Vec<Value>, Bytes) {
     let count = rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
     let values: Vec<Value> = (0..count).map(|i| Value::new(process, *seq + i)).collect();
     *seq += count;
     let now_ms = clock.now_ms();
     for v in &values {
-        builder.push(
-            now_ms,
-            Some(&process.to_be_bytes()),
-            Some(&v.0.to_be_bytes()),
-            &[],
-        );
+        let key = if keyed {
+            compaction_key(*v).to_be_bytes().to_vec()
+        } else {
+            process.to_be_bytes().to_vec()
+        };
+        builder.push(now_ms, Some(&key), Some(&v.0.to_be_bytes()), &[]);
     }
     (values, builder.build().freeze())
 }

@@ -272,6 +272,10 @@ pub struct CheckOptions {
     /// faults long enough for the members to consume everything, so
     /// [`crate::check_groups`] judges unseen (liveness). False by default.
     pub groups_stable_at_end: bool,
+    /// The topic is compacted and records are keyed by this function of their value: a
+    /// record missing from the final log is superseded, not lost, when a record of its key
+    /// stands at a higher offset there ([`crate::compaction`]). `None` by default.
+    pub compaction: Option<crate::compaction::KeyOf>,
 }
 
 /// The verdict on one run.
@@ -471,6 +475,8 @@ struct Index<'h> {
     corruption_unreported: bool,
     /// Records below this offset may have been deleted by retention.
     retained_from: Option<Offset>,
+    /// Each key's highest offset in the final log, on a compacted topic.
+    latest_by_key: crate::compaction::LatestByKey,
 }
 
 impl<'h> Index<'h> {
@@ -549,6 +555,14 @@ impl<'h> Index<'h> {
         } else {
             (None, false)
         };
+        let latest_by_key = match options.compaction {
+            Some(key_of) => {
+                crate::compaction::LatestByKey::build(&final_log.records, key_of, |offset| {
+                    excused_from.is_none_or(|from| offset < from)
+                })
+            }
+            None => crate::compaction::LatestByKey::default(),
+        };
         Index {
             writes,
             appends,
@@ -558,6 +572,7 @@ impl<'h> Index<'h> {
             excused_from,
             corruption_unreported,
             retained_from: options.retention.then_some(final_log.log_start_offset),
+            latest_by_key,
         }
     }
 
@@ -644,7 +659,10 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
     let mut judged: BTreeSet<Value> = BTreeSet::new();
     for (offset, value, op) in ix.acked_records() {
         judged.insert(value);
-        if ix.final_offsets.contains_key(&value) || ix.deleted_by_retention(offset) {
+        if ix.final_offsets.contains_key(&value)
+            || ix.deleted_by_retention(offset)
+            || ix.latest_by_key.supersedes(offset, value)
+        {
             continue;
         }
         ix.report_loss(report, offset, || {
@@ -661,6 +679,7 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
             || !judged.insert(value)
             || ix.final_offsets.contains_key(&value)
             || ix.deleted_by_retention(offset)
+            || ix.latest_by_key.supersedes(offset, value)
         {
             continue;
         }

@@ -21,6 +21,9 @@
 //!   inconsistent-offsets, nonmonotonic-send, nonmonotonic-poll, poll-skip,
 //!   duplicate, phantom-read, unreported-corruption, retention-overreach,
 //!   serving-above-watermark, offset-gap, watermark, corrupt-read).
+//! - [`compaction`] states what a compacted partition may have removed (a
+//!   record only once a later record of its key stands), which the checker
+//!   applies with [`CheckOptions::compaction`].
 //! - [`groups`] judges the consumer groups of a history into the same
 //!   report (split-assignment, generation-regress, zombie-commit,
 //!   lost-commit, commit-regress, unseen).
@@ -30,6 +33,7 @@
 //! replayed and compared.
 
 pub mod checker;
+pub mod compaction;
 pub mod groups;
 pub mod history;
 pub mod model;
@@ -38,6 +42,7 @@ pub use checker::{
     check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
     ANOMALY_DETAILS_MAX,
 };
+pub use compaction::{KeyOf, LatestByKey};
 pub use groups::{check_groups, FinalPartition};
 pub use history::{
     CommitResult, Event, EventKind, Generation, GroupEvent, GroupId, History, MemberId, NodeEvent,
