@@ -749,3 +749,133 @@ async fn librdkafka_and_samsa_members_share_a_group() {
         librdkafka.stop();
     }
 }
+
+/// Keys and records of the compacted-topic test.
+const COMPACTED_KEYS: usize = 50;
+const COMPACTED_RECORDS: usize = 3_000;
+/// How long the test waits for the log cleaner to pass over the topic.
+const CLEANER_WAIT_MS_MAX: u64 = 30_000;
+
+/// Every record of partition 0 of `topic` from the beginning to the high watermark, as
+/// (offset, key, payload), read with librdkafka in assign mode.
+fn read_compacted(bootstrap: &str, topic: &str) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
+    let consumer = consumer(bootstrap, "throwaway-compacted");
+    let (_, high) = consumer
+        .fetch_watermarks(topic, 0, Duration::from_secs(10))
+        .expect("watermarks");
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .expect("add the partition");
+    consumer.assign(&tpl).expect("assign");
+    let mut out: Vec<(i64, Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while out.last().is_none_or(|(o, _, _)| *o < high - 1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{topic}: read {} records, none at {} yet",
+            out.len(),
+            high - 1
+        );
+        use rdkafka::Message;
+        match consumer.poll(Duration::from_millis(500)) {
+            Some(Ok(m)) => out.push((
+                m.offset(),
+                m.key().unwrap_or_default().to_vec(),
+                m.payload().map(<[u8]>::to_vec),
+            )),
+            Some(Err(e)) => panic!("{topic}: consume failed: {e}"),
+            None => {}
+        }
+    }
+    out
+}
+
+/// A compacted topic keeps the latest value of every key through the log cleaner and a
+/// SIGKILL restart: librdkafka reads every key's last value back, each record at the offset
+/// it was acknowledged at, with the superseded ones gone.
+#[tokio::test]
+async fn compacted_topic_keeps_the_latest_value_per_key_through_cleaning_and_a_restart() {
+    let mut broker = BrokerProcess::start_with(&[("log.cleaner.backoff.ms", "100")]);
+    let bootstrap = broker.bootstrap();
+    let topic = "compacted";
+    let created = admin(&bootstrap)
+        .create_topics(
+            &[NewTopic::new(topic, 1, TopicReplication::Fixed(1))
+                .set("cleanup.policy", "compact")
+                .set("segment.bytes", "16384")
+                .set("min.cleanable.dirty.ratio", "0.01")],
+            &admin_options(),
+        )
+        .await
+        .expect("CreateTopics request");
+    assert_eq!(created, vec![Ok(topic.to_string())]);
+    let base_ts = now_ms() - 60_000;
+    let records: Vec<Sent> = (0..COMPACTED_RECORDS)
+        .map(|i| Sent {
+            index: i,
+            key: format!("key-{}", i % COMPACTED_KEYS).into_bytes(),
+            payload: Some(format!("value {i} {}", "v".repeat(i % 200)).into_bytes()),
+            headers: Vec::new(),
+            timestamp_ms: base_ts + i as i64,
+        })
+        .collect();
+    // Batches well under the topic's 16 KiB segments.
+    let small_batches: rdkafka::producer::FutureProducer = client_config(&bootstrap)
+        .set("acks", "all")
+        .set("compression.type", "lz4")
+        .set("enable.idempotence", "false")
+        .set("batch.size", "4096")
+        .set("linger.ms", "5")
+        .create()
+        .expect("create the producer");
+    let acked = produce_all(&small_batches, topic, &records).await;
+    let at: BTreeMap<i64, &Sent> = acked.iter().map(|a| (a.offset, &a.sent)).collect();
+    let mut latest: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    for a in &acked {
+        latest.insert(
+            a.sent.key.clone(),
+            a.sent.payload.clone().unwrap_or_default(),
+        );
+    }
+    let check = |read: &[(i64, Vec<u8>, Option<Vec<u8>>)], when: &str| {
+        let mut previous = -1;
+        let mut replayed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        for (offset, key, payload) in read {
+            assert!(*offset > previous, "{when}: offsets go back at {offset}");
+            previous = *offset;
+            let sent = at
+                .get(offset)
+                .unwrap_or_else(|| panic!("{when}: offset {offset} was never acknowledged"));
+            assert_eq!(
+                (key, payload),
+                (&sent.key, &sent.payload),
+                "{when}: offset {offset}"
+            );
+            replayed.insert(key.clone(), payload.clone().unwrap_or_default());
+        }
+        assert_eq!(replayed, latest, "{when}: the latest value of every key");
+    };
+    // Wait for the cleaner: the read from the beginning comes back shorter.
+    let began = std::time::Instant::now();
+    let cleaned = loop {
+        let read = read_compacted(&bootstrap, topic);
+        check(&read, "before the restart");
+        if read.len() < COMPACTED_RECORDS / 2 {
+            break read;
+        }
+        assert!(
+            began.elapsed() < Duration::from_millis(CLEANER_WAIT_MS_MAX),
+            "the cleaner removed only {} of {COMPACTED_RECORDS} records in {CLEANER_WAIT_MS_MAX} ms",
+            COMPACTED_RECORDS - read.len()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    broker.kill9();
+    broker.restart();
+    let after = read_compacted(&bootstrap, topic);
+    check(&after, "after the restart");
+    assert!(
+        after.len() <= cleaned.len(),
+        "the restart brought records back"
+    );
+}
