@@ -418,7 +418,7 @@ async fn group_members_share_partitions_and_take_over_from_a_killed_member() {
     let mut victim = members.remove(0);
     let victim_partitions = owners[&victim.name].clone();
     #[allow(clippy::disallowed_methods)] // a figure printed for the reader, not asserted
-    let killed_at = std::time::Instant::now();
+    let killed_at = samsa::rt::time::now();
     victim.kill9();
     let batch: Vec<Sent> = (GROUP_BATCH_RECORDS..2 * GROUP_BATCH_RECORDS)
         .map(|i| record("group", i, base_ts))
@@ -756,9 +756,12 @@ const COMPACTED_RECORDS: usize = 3_000;
 /// How long the test waits for the log cleaner to pass over the topic.
 const CLEANER_WAIT_MS_MAX: u64 = 30_000;
 
-/// Every record of partition 0 of `topic` from the beginning to the high watermark, as
-/// (offset, key, payload), read with librdkafka in assign mode.
-fn read_compacted(bootstrap: &str, topic: &str) -> Vec<(i64, Vec<u8>, Option<Vec<u8>>)> {
+/// One record read back: offset, key, payload.
+type ReadBack = (i64, Vec<u8>, Option<Vec<u8>>);
+
+/// Every record of partition 0 of `topic` from the beginning to the high watermark, read
+/// with librdkafka in assign mode.
+fn read_compacted(bootstrap: &str, topic: &str) -> Vec<ReadBack> {
     let consumer = consumer(bootstrap, "throwaway-compacted");
     let (_, high) = consumer
         .fetch_watermarks(topic, 0, Duration::from_secs(10))
@@ -767,11 +770,11 @@ fn read_compacted(bootstrap: &str, topic: &str) -> Vec<(i64, Vec<u8>, Option<Vec
     tpl.add_partition_offset(topic, 0, Offset::Beginning)
         .expect("add the partition");
     consumer.assign(&tpl).expect("assign");
-    let mut out: Vec<(i64, Vec<u8>, Option<Vec<u8>>)> = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut out: Vec<ReadBack> = Vec::new();
+    let deadline = samsa::rt::time::now() + Duration::from_secs(30);
     while out.last().is_none_or(|(o, _, _)| *o < high - 1) {
         assert!(
-            std::time::Instant::now() < deadline,
+            samsa::rt::time::now() < deadline,
             "{topic}: read {} records, none at {} yet",
             out.len(),
             high - 1
@@ -837,7 +840,7 @@ async fn compacted_topic_keeps_the_latest_value_per_key_through_cleaning_and_a_r
             a.sent.payload.clone().unwrap_or_default(),
         );
     }
-    let check = |read: &[(i64, Vec<u8>, Option<Vec<u8>>)], when: &str| {
+    let check = |read: &[ReadBack], when: &str| {
         let mut previous = -1;
         let mut replayed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         for (offset, key, payload) in read {
@@ -856,7 +859,7 @@ async fn compacted_topic_keeps_the_latest_value_per_key_through_cleaning_and_a_r
         assert_eq!(replayed, latest, "{when}: the latest value of every key");
     };
     // Wait for the cleaner: the read from the beginning comes back shorter.
-    let began = std::time::Instant::now();
+    let began = samsa::rt::time::now();
     let cleaned = loop {
         let read = read_compacted(&bootstrap, topic);
         check(&read, "before the restart");
