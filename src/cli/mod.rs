@@ -10,6 +10,7 @@ pub mod consume_group;
 pub mod format;
 pub mod groups;
 pub mod perf;
+pub mod perf_clean;
 pub mod perf_commit;
 pub mod produce;
 pub mod topics;

@@ -10,6 +10,7 @@
 //!   at the start) were read, decoding every record.
 //!
 //! - `commit` (in `perf_commit`) measures OffsetCommit latency at a fixed rate.
+//! - `clean` (in `perf_clean`) measures the log cleaner against a raw read, on real files.
 //!
 //! A progress line goes to stderr every second; the final summary goes to stdout, as text or
 //! (`--json`) as one JSON object. All time is read through `crate::rt::time`.
@@ -34,6 +35,7 @@ use crate::rt::time::{now, Instant};
 const USAGE: &str = "usage: samsa perf produce --topic T --num-records N --record-size B [options]
        samsa perf consume --topic T --num-records N [options]
        samsa perf commit --topic T [options] (see `samsa perf commit --help`)
+       samsa perf clean --dir D [options] (see `samsa perf clean --help`)
 
 common options:
   --bootstrap-server HOST:PORT   broker to start from (default 127.0.0.1:9092)
@@ -276,6 +278,7 @@ enum Mode {
     Produce(Options),
     Consume(Options),
     Commit(super::perf_commit::Options),
+    Clean(super::perf_clean::Options),
 }
 
 /// `samsa perf ARGS`.
@@ -285,12 +288,13 @@ pub fn main(args: &[String]) -> ExitCode {
         Some("produce") => (USAGE, true),
         Some("consume") => (USAGE, false),
         Some("commit") => (super::perf_commit::USAGE, false),
+        Some("clean") => (super::perf_clean::USAGE, false),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
         }
         _ => {
-            eprintln!("samsa perf: expected 'produce', 'consume' or 'commit'\n{USAGE}");
+            eprintln!("samsa perf: expected 'produce', 'consume', 'commit' or 'clean'\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -301,6 +305,8 @@ pub fn main(args: &[String]) -> ExitCode {
     }
     let mode = if command == Some("commit") {
         super::perf_commit::parse_options(rest).map(Mode::Commit)
+    } else if command == Some("clean") {
+        super::perf_clean::parse_options(rest).map(Mode::Clean)
     } else {
         parse_options(rest, produce).map(|o| {
             if produce {
@@ -335,6 +341,7 @@ pub fn main(args: &[String]) -> ExitCode {
         }
         Mode::Consume(options) => runtime.block_on(run_consume(options)),
         Mode::Commit(options) => runtime.block_on(super::perf_commit::run(options)),
+        Mode::Clean(options) => runtime.block_on(super::perf_clean::run(options)),
     };
     match result {
         Ok(summary) => {

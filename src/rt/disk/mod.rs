@@ -335,6 +335,27 @@ impl File {
         }
     }
 
+    /// Asks the OS to drop the file's pages from its page cache (`posix_fadvise` with
+    /// `POSIX_FADV_DONTNEED`; dirty pages must be synced first to go), so that a benchmark
+    /// can read it cold. A no-op on a simulated file and off Linux.
+    pub fn drop_cache(&self) -> io::Result<()> {
+        match &self.kind {
+            #[cfg(all(target_os = "linux", not(feature = "sim")))]
+            FileKind::Real(f) => {
+                // SAFETY: the descriptor is open for as long as `f` lives; fadvise only
+                // advises the kernel about the file's cached pages.
+                let rc =
+                    unsafe { libc::posix_fadvise(f.raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+                if rc == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::from_raw_os_error(rc))
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Truncates or extends the file to `len` bytes. Not durable until [`File::sync`].
     pub async fn set_len(&self, len: u64) -> io::Result<()> {
         match &self.kind {
