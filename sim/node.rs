@@ -7,6 +7,7 @@ use samsa::broker::config::BrokerConfig;
 use samsa::broker::server::Serving;
 use samsa::broker::Broker;
 use samsa::log::cleaner::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
+use samsa::log::segment::continues;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{Disk, MemDisk};
 use samsa::rt::net::TcpListener;
@@ -153,12 +154,7 @@ fn check_dense_at_open(disk: &MemDisk, log_end_offset: i64, recorder: &Recorder)
         for item in samsa::protocol::record_batch::batches(image) {
             let Ok((header, _)) = item else { break };
             if let Some(e) = end {
-                let ok = if gaps || previous_gaps {
-                    header.base_offset >= e
-                } else {
-                    header.base_offset == e
-                };
-                if !ok {
+                if !continues(gaps || previous_gaps, header.base_offset, e) {
                     recorder.note(
                         0,
                         format!("{OFFSET_GAP_AT_OPEN}{name}: a batch at {} follows offsets ending at {e}", header.base_offset),

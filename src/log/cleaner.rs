@@ -1053,11 +1053,8 @@ impl Log {
                     producer_last_offset: producers.get(&header.producer_id).copied(),
                     ..*cx
                 };
-                let fate = if header.base_offset < cx.end_offset && !header.is_control() {
-                    decide(&header, &records, &batch_cx)
-                } else {
-                    BatchFate::Keep
-                };
+                // `decide` keeps batches at or above the end, and control batches, itself.
+                let fate = decide(&header, &records, &batch_cx);
                 let kept: Bytes = match fate {
                     BatchFate::Keep => batch,
                     BatchFate::Drop => {
