@@ -247,7 +247,7 @@ async fn produce(
             &mut rng,
             &clock,
             BatchBuilder::new(0),
-            false,
+            workload::Keying::BY_PROCESS,
         );
         if let Err(e) = client
             .produce(GROUP_TOPIC, partition, batch, -1, REQUEST_TIMEOUT_MS as i32)

@@ -100,6 +100,19 @@ pub struct Options {
     /// keyed by `workload::compaction_key`: the log cleaner rewrites it during the run and
     /// the checkers apply the spec's compaction rule.
     pub compaction: bool,
+    /// With `compaction`: every record goes to one of the few hot keys, so whole batches
+    /// (a producer's last among them) are soon cleaned away.
+    pub compaction_hot_keys_only: bool,
+    /// With `compaction`: one value in `workload::TOMBSTONE_ONE_IN` is written as a
+    /// tombstone; the cleaner removes it once its delete horizon
+    /// ([`DELETE_RETENTION_MS`]) has passed.
+    pub tombstones: bool,
+    /// Process 1 runs on a node of its own. Once, early in the run, the node's answers to
+    /// it are cut (one way, [`STALL_MS`]) while the node is killed, every producer snapshot
+    /// of the partition is damaged, and the node restarts: a retry of the batch the
+    /// process is waiting on then reaches a node that rebuilt its producer state from the
+    /// log alone (the case for keeping a producer's last batch when compaction empties it).
+    pub stalled_producer: bool,
 }
 
 impl Default for Options {
@@ -137,6 +150,9 @@ impl Default for Options {
             groups: None,
             disk_sync_us: (200, 2_000),
             compaction: false,
+            compaction_hot_keys_only: false,
+            tombstones: false,
+            stalled_producer: false,
         }
     }
 }
@@ -229,6 +245,24 @@ pub struct SeedOutcome {
 
 const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+const STALLED_PRODUCER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
+
+/// `log.cleaner.delete.retention.ms` of the simulated node: a tombstone written in the first
+/// part of a run may go before its end.
+pub const DELETE_RETENTION_MS: u64 = 2_000;
+/// How long the node's answers to the stalled producer are cut (`Options::stalled_producer`),
+/// and when, into that window, the node is killed and restarted: the producer's retries
+/// (a `workload::REQUEST_TIMEOUT_MS` each) must outlast it within
+/// `workload::IDEMPOTENT_ATTEMPTS_MAX` attempts.
+pub const STALL_MS: u64 = 2_800;
+pub const STALL_KILL_AFTER_MS: u64 = 2_200;
+pub const STALL_RESTART_AFTER_MS: u64 = 200;
+const _: () = assert!(STALL_KILL_AFTER_MS + STALL_RESTART_AFTER_MS < STALL_MS);
+const _: () = assert!(
+    STALL_MS
+        < (crate::workload::IDEMPOTENT_ATTEMPTS_MAX as u64 - 2)
+            * crate::workload::REQUEST_TIMEOUT_MS
+);
 
 /// `log.cleaner.backoff.ms` of the simulated node.
 pub const CLEANER_BACKOFF_MS: u64 = 150;
@@ -255,6 +289,7 @@ fn broker_config(options: &Options) -> BrokerConfig {
         // many passes (on `__consumer_offsets` with groups, on the topic with compaction).
         log_cleaner_backoff_ms: CLEANER_BACKOFF_MS,
         log_cleaner_min_cleanable_ratio: CLEANER_MIN_CLEANABLE_RATIO,
+        log_cleaner_delete_retention_ms: DELETE_RETENTION_MS as i64,
         log_cleanup_policy: if options.compaction {
             CleanupPolicy::Compact
         } else {
@@ -276,6 +311,27 @@ fn broker_config(options: &Options) -> BrokerConfig {
             ..config
         },
         None => config,
+    }
+}
+
+/// How the workload keys its records under `options`.
+fn keying(options: &Options) -> workload::Keying {
+    if !options.compaction {
+        return workload::Keying::BY_PROCESS;
+    }
+    let key_of: samsa_spec::KeyOf = if options.compaction_hot_keys_only {
+        workload::compaction_hot_key
+    } else {
+        workload::compaction_key
+    };
+    let is_tombstone: samsa_spec::TombstoneOf = if options.tombstones {
+        workload::tombstone_one_in_eight
+    } else {
+        workload::no_tombstones
+    };
+    workload::Keying {
+        key_of: Some(key_of),
+        is_tombstone,
     }
 }
 
@@ -368,6 +424,16 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     };
     injector.attach(disk.clone(), node.id());
     let clients = handle.create_node().name("clients").ip(CLIENT_IP).build();
+    let stalled = options.stalled_producer.then(|| {
+        handle
+            .create_node()
+            .name("stalled-producer")
+            .ip(STALLED_PRODUCER_IP)
+            .build()
+    });
+    let client_nodes: Vec<madsim::task::NodeId> = std::iter::once(clients.id())
+        .chain(stalled.as_ref().map(|n| n.id()))
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let mut joins = Vec::new();
     for process in 1..=options.clients {
@@ -380,9 +446,12 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             clock: clock.clone(),
             think_ms_max: options.think_ms_max,
             idempotent: options.idempotent,
-            keyed: options.compaction,
+            keying: keying(&options),
         };
-        joins.push(clients.spawn(client.run()));
+        match &stalled {
+            Some(node) if process == 1 => joins.push(node.spawn(client.run())),
+            _ => joins.push(clients.spawn(client.run())),
+        }
     }
     let phase = groups::Phase {
         quiet: Arc::new(AtomicBool::new(false)),
@@ -418,6 +487,13 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         nemesis.push(format!("{stamp} {text}"));
     };
     let mut corrupted_at_rest = false;
+    // The stalled producer's window (`Options::stalled_producer`): cut, kill, restart, heal.
+    let mut stall = stalled.as_ref().map(|node| Stall {
+        node: node.id(),
+        cut_at: start + Duration::from_millis(rng.gen_range(300..1_500)),
+        step: StallStep::Cut,
+    });
+    let mut clock_forward_jumps: Vec<(u64, u64)> = Vec::new();
     injector.arm(true);
     while time::now() < safety_end {
         time::sleep(Duration::from_millis(5)).await;
@@ -445,6 +521,49 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             net.unclog_link(clients.id(), node.id());
             net.unclog_link(node.id(), clients.id());
             event(&recorder, &mut nemesis, "unclog".into());
+        }
+        if let Some(stall) = stall.as_mut() {
+            let elapsed_ms = now
+                .checked_duration_since(stall.cut_at)
+                .map(|d| d.as_millis() as u64);
+            match (stall.step, elapsed_ms) {
+                (StallStep::Cut, Some(_)) => {
+                    net.clog_link(node.id(), stall.node);
+                    stall.step = StallStep::Kill;
+                    event(
+                        &recorder,
+                        &mut nemesis,
+                        format!("cut node -> stalled producer for {STALL_MS} ms"),
+                    );
+                }
+                // The kill waits for the node to be up (a fault point may have crashed it).
+                (StallStep::Kill, Some(ms))
+                    if ms >= STALL_KILL_AFTER_MS
+                        && restart_at.is_none()
+                        && stopping_until.is_none() =>
+                {
+                    handle.kill(node.id());
+                    crashes.push(disk.crash(CrashMode::Process, &mut rng));
+                    let damaged = damage_producer_snapshots(&disk, &mut rng);
+                    restart_at = Some(now + Duration::from_millis(STALL_RESTART_AFTER_MS));
+                    stall.step = StallStep::Heal;
+                    event(
+                        &recorder,
+                        &mut nemesis,
+                        format!("kill node (process): damaged producer snapshots {damaged:?}"),
+                    );
+                }
+                (StallStep::Heal, Some(ms)) if ms >= STALL_MS => {
+                    net.unclog_link(node.id(), stall.node);
+                    stall.step = StallStep::Done;
+                    event(
+                        &recorder,
+                        &mut nemesis,
+                        "heal node -> stalled producer".into(),
+                    );
+                }
+                _ => {}
+            }
         }
         if slow_until.is_some_and(|until| now >= until) {
             slow_until = None;
@@ -547,6 +666,9 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             8 if options.clock_jumps => {
                 let delta_ms = rng.gen_range(-600_000..600_000);
                 clock.jump(delta_ms);
+                if delta_ms > 0 {
+                    clock_forward_jumps.push((recorder.now_ns(), delta_ms.unsigned_abs()));
+                }
                 event(&recorder, &mut nemesis, format!("clock jump {delta_ms} ms"));
             }
             10 if options.network_faults => {
@@ -587,8 +709,10 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         restart_at = Some(time::now());
     }
     disk.set_io_error_rate(0);
-    net.unclog_link(clients.id(), node.id());
-    net.unclog_link(node.id(), clients.id());
+    for &client_node in &client_nodes {
+        net.unclog_link(client_node, node.id());
+        net.unclog_link(node.id(), client_node);
+    }
     net.update_config(|c| c.send_latency = default_latency.clone());
     if stopping_until.is_some() {
         handle.kill(node.id());
@@ -622,6 +746,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         .final_crash
         .unwrap_or_else(|| options.crash_modes[rng.gen_range(0..options.crash_modes.len())]);
     handle.kill(node.id());
+    let end_ns = recorder.now_ns();
     let final_report = disk.crash(final_mode, &mut rng);
     event(
         &recorder,
@@ -704,9 +829,15 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             // No consumer groups yet: check_groups is not run.
             group_state_may_regress: false,
             groups_stable_at_end: false,
-            compaction: options
-                .compaction
-                .then_some(workload::compaction_key as samsa_spec::KeyOf),
+            compaction: keying(&options)
+                .key_of
+                .map(|key_of| samsa_spec::Compaction {
+                    key_of,
+                    is_tombstone: keying(&options).is_tombstone,
+                    delete_retention_ms: DELETE_RETENTION_MS,
+                    clock_forward_jumps: clock_forward_jumps.clone(),
+                    end_ns,
+                }),
         },
     );
     if options.groups.is_some() {
@@ -764,6 +895,44 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             .and_then(|bytes| samsa::log::cleaner::CleanerCheckpoint::decode(&bytes).ok())
             .map_or(0, |c| c.first_dirty_offset),
     }
+}
+
+/// Where the stalled producer's window is (`Options::stalled_producer`).
+struct Stall {
+    node: madsim::task::NodeId,
+    cut_at: Instant,
+    step: StallStep,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StallStep {
+    Cut,
+    Kill,
+    Heal,
+    Done,
+}
+
+/// Flips one byte of every durable producer snapshot of the workload's partition (each is
+/// CRC-checked, so the open removes it and rebuilds the producer state from the log);
+/// returns the files.
+fn damage_producer_snapshots(disk: &MemDisk, rng: &mut SmallRng) -> Vec<String> {
+    let prefix = format!("{PARTITION_DIR}/");
+    let mut damaged = Vec::new();
+    for file in disk.durable_file_names() {
+        let is_snapshot = file
+            .strip_prefix(&prefix)
+            .is_some_and(|name| samsa::log::producer_snapshot::parse_snapshot_name(name).is_some());
+        let len = disk.synced_len(&file).unwrap_or(0);
+        if !is_snapshot || len == 0 {
+            continue;
+        }
+        let at = rng.gen_range(0..len);
+        let mask: u8 = rng.gen_range(1..=255);
+        if disk.corrupt_synced_byte(&file, at, mask) {
+            damaged.push(file);
+        }
+    }
+    damaged
 }
 
 /// Bytes at the end of a segment that recovery reads even when it trusts the segment (the

@@ -664,6 +664,7 @@ fn planted_generation_not_bumped_is_caught() {
 fn compaction_options() -> Options {
     Options {
         compaction: true,
+        tombstones: true,
         retention_bytes: -1,
         fault_points_always: vec![FaultPoint::CleanerSwap],
         ..Options::default()
@@ -687,23 +688,63 @@ fn compacted_topic_survives_crashes_during_cleaning_and_swaps() {
 }
 
 /// The compaction suite's runs do compact: on most of a few seeds the final log holds fewer
-/// records than were acknowledged, with gaps in its offsets.
+/// records than were acknowledged, with gaps in its offsets; and on some, acknowledged
+/// tombstones that were the latest record of their key went past their delete horizon.
 #[test]
 fn compaction_suite_runs_remove_superseded_records() {
     let seeds = 1..6;
+    let mut tombstones_gone = 0;
     let compacted: Vec<u64> = seeds
         .clone()
         .filter(|&seed| {
             let outcome = run_seed(seed, &compaction_options());
             assert!(outcome.report.is_valid(), "seed {seed}: {}", outcome.report);
+            tombstones_gone += tombstones_gone_past_horizon(&outcome);
             let offsets: Vec<i64> = outcome.final_log.records.iter().map(|(o, _)| *o).collect();
             offsets.windows(2).any(|w| w[1] > w[0] + 1)
         })
         .collect();
+    eprintln!(
+        "{tombstones_gone} acknowledged tombstones went past their horizon in seeds {seeds:?}"
+    );
     assert!(
         compacted.len() >= 3,
         "expected gaps left by the cleaner in most of seeds {seeds:?}, found in {compacted:?}"
     );
+    assert!(
+        tombstones_gone > 0,
+        "no acknowledged tombstone that was its key's latest record went in seeds {seeds:?}"
+    );
+}
+
+/// Acknowledged tombstones missing from the final log with no later record of their key
+/// there: removed at their delete horizon, not superseded.
+fn tombstones_gone_past_horizon(outcome: &harness::SeedOutcome) -> usize {
+    let key_of = workload::compaction_key;
+    let mut latest: std::collections::BTreeMap<u64, i64> = std::collections::BTreeMap::new();
+    for &(offset, value) in &outcome.final_log.records {
+        latest.insert(key_of(value), offset);
+    }
+    let held: std::collections::BTreeSet<samsa_spec::Value> =
+        outcome.final_log.records.iter().map(|&(_, v)| v).collect();
+    let mut gone = 0;
+    for op in outcome.history.operations() {
+        let (
+            samsa_spec::Op::Append { values },
+            Some(samsa_spec::Outcome::Appended { base_offset }),
+        ) = (&op.op, &op.outcome)
+        else {
+            continue;
+        };
+        for (i, &value) in values.iter().enumerate() {
+            let offset = base_offset + i as i64;
+            let superseded = latest.get(&key_of(value)).is_some_and(|&at| at > offset);
+            if workload::tombstone_one_in_eight(value) && !held.contains(&value) && !superseded {
+                gone += 1;
+            }
+        }
+    }
+    gone
 }
 
 /// The seeds of a planted cleaner bug's test.
@@ -742,4 +783,118 @@ fn planted_swap_that_is_not_crash_safe_is_caught() {
     options.drawn_fault_points = false;
     options.timed_faults = false;
     planted_cleaner_bug_is_caught("swap not crash-safe", &options);
+}
+
+/// Planted bug: the cleaner removes tombstones at its first pass over them, ignoring
+/// `delete.retention.ms`; tombstones younger than that go missing with no later record of
+/// their key (lost-write).
+#[test]
+fn planted_cleaner_ignoring_delete_retention_is_caught() {
+    let mut options = compaction_options();
+    options.bugs.cleaner.ignores_delete_retention = true;
+    planted_cleaner_bug_is_caught("cleaner ignores delete.retention.ms", &options);
+}
+
+/// The stalled-producer options: idempotent producers on a compacted topic of few hot keys,
+/// so the stalled producer's batches (its last among them) are soon wholly superseded, and
+/// the window in which its retry meets a node that rebuilt producer state from the log.
+fn stalled_producer_options() -> Options {
+    Options {
+        compaction: true,
+        compaction_hot_keys_only: true,
+        idempotent: true,
+        stalled_producer: true,
+        retention_bytes: -1,
+        ..Options::default()
+    }
+}
+
+/// An idempotent producer whose records were all cleaned away is still deduplicated: its
+/// last batch stays (empty) in the log, so the node that lost its producer snapshots still
+/// knows the producer's last sequence and answers the retry from the original, under the
+/// whole nemesis.
+#[test]
+fn idempotent_producer_whose_records_were_cleaned_away_is_still_deduplicated() {
+    run_suite(
+        "idempotent_producer_whose_records_were_cleaned_away_is_still_deduplicated",
+        &stalled_producer_options(),
+        SEEDS_DEFAULT,
+    );
+}
+
+/// The stalled-producer suite reaches its window: on most of a few seeds the stalled
+/// producer has a retry acknowledged after the node came back without its snapshots.
+#[test]
+fn stalled_producer_retries_reach_a_node_without_producer_snapshots() {
+    let seeds = 1..11;
+    let reached: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| stalled_retry_after_restart(&run_seed(seed, &stalled_producer_options())))
+        .collect();
+    eprintln!(
+        "the stalled producer's retry after the restart was acknowledged in seeds {reached:?}"
+    );
+    assert!(
+        reached.len() >= 5,
+        "the stalled producer's retry after the restart was acknowledged in only {reached:?} of seeds {seeds:?}"
+    );
+}
+
+/// Whether the stalled producer (process 1) had a retry acknowledged after the node came
+/// back from the stall's kill.
+fn stalled_retry_after_restart(outcome: &harness::SeedOutcome) -> bool {
+    let mut killed = false;
+    for event in outcome.history.events() {
+        if let samsa_spec::EventKind::Note(text) = &event.kind {
+            if text.starts_with("kill node (process): damaged producer snapshots") {
+                killed = true;
+            }
+            if killed && event.process == 1 && text.starts_with("idempotent retry acknowledged") {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The seeds of the stalled-producer planted bug: the stall's window is reached on most
+/// seeds, and the retry lands on a batch the cleaner emptied on about half.
+const STALLED_PLANTED_SEEDS: std::ops::Range<u64> = 1..21;
+const STALLED_PLANTED_CAUGHT_MIN: usize = 6;
+
+/// Planted bug: the cleaner drops a producer's last batch with its records; after the
+/// stall's restart the node no longer knows the producer, appends its retry again, and the
+/// value stands at two offsets (duplicate).
+#[test]
+fn planted_cleaner_dropping_the_producers_last_batch_is_caught() {
+    let mut options = stalled_producer_options();
+    options.bugs.cleaner.drops_producer_last_batch = true;
+    options.timed_faults = false;
+    options.drawn_fault_points = false;
+    let mut correct = options.clone();
+    correct.bugs.cleaner.drops_producer_last_batch = false;
+    let caught: Vec<u64> = STALLED_PLANTED_SEEDS
+        .filter(|&seed| {
+            let report = run_seed(seed, &options).report;
+            if let Some(a) = report
+                .anomalies
+                .iter()
+                .find(|a| a.kind == AnomalyKind::Duplicate)
+            {
+                eprintln!("seed {seed}: {}", a.detail);
+                // The same seed with the cleaner keeping the batch: no duplicate.
+                let fixed = run_seed(seed, &correct).report;
+                assert!(fixed.is_valid(), "seed {seed} without the bug: {fixed}");
+            }
+            report.has(AnomalyKind::Duplicate)
+        })
+        .collect();
+    eprintln!(
+        "planted bug cleaner drops the producer's last batch: duplicate on {} of seeds {STALLED_PLANTED_SEEDS:?}",
+        caught.len()
+    );
+    assert!(
+        caught.len() >= STALLED_PLANTED_CAUGHT_MIN,
+        "expected duplicate on at least {STALLED_PLANTED_CAUGHT_MIN} of seeds {STALLED_PLANTED_SEEDS:?}, caught on {caught:?}"
+    );
 }

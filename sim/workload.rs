@@ -64,9 +64,39 @@ pub struct Workload {
     pub think_ms_max: u64,
     /// Produce as an idempotent producer, retrying unknown outcomes (see the module docs).
     pub idempotent: bool,
-    /// Key each record by [`compaction_key`] of its value (a compacted topic), instead of
-    /// by the process.
-    pub keyed: bool,
+    /// How records are keyed, and which are tombstones.
+    pub keying: Keying,
+}
+
+/// How the workload keys its records and which of them are tombstones (a null value; the
+/// value's identity then rides in the record header [`VALUE_HEADER`]), as functions of the
+/// value, so that the spec's compaction rule knows both from the value alone.
+#[derive(Clone, Copy, Debug)]
+pub struct Keying {
+    /// `None`: keyed by the writing process (an uncompacted topic).
+    pub key_of: Option<samsa_spec::KeyOf>,
+    pub is_tombstone: samsa_spec::TombstoneOf,
+}
+
+impl Keying {
+    pub const BY_PROCESS: Keying = Keying {
+        key_of: None,
+        is_tombstone: no_tombstones,
+    };
+}
+
+/// The header that carries a tombstone's value.
+pub const VALUE_HEADER: &str = "samsa-sim-value";
+
+pub fn no_tombstones(_: Value) -> bool {
+    false
+}
+
+/// One value in [`TOMBSTONE_ONE_IN`] is written as a tombstone in the suites with them.
+pub const TOMBSTONE_ONE_IN: u64 = 8;
+
+pub fn tombstone_one_in_eight(value: Value) -> bool {
+    (mix(value) >> 40) % TOMBSTONE_ONE_IN == 0
 }
 
 /// Keys of the compaction suite: half the records go to a few hot keys (much for the cleaner
@@ -78,12 +108,22 @@ pub const COMPACTION_COLD_KEYS: u64 = 1024;
 /// The key a value is written under in the compaction suite: a fixed mix of the value, so
 /// the spec's compaction rule knows every record's key from its value alone.
 pub fn compaction_key(value: Value) -> u64 {
-    let mixed = (value.0 ^ (value.0 >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    let mixed = mix(value) >> 32;
     if mixed % 2 == 0 {
         (mixed >> 1) % COMPACTION_HOT_KEYS
     } else {
         COMPACTION_HOT_KEYS + (mixed >> 1) % COMPACTION_COLD_KEYS
     }
+}
+
+/// Only the hot keys: every record is soon superseded, so whole batches, a producer's last
+/// among them, are cleaned away.
+pub fn compaction_hot_key(value: Value) -> u64 {
+    (mix(value) >> 32) % COMPACTION_HOT_KEYS
+}
+
+fn mix(value: Value) -> u64 {
+    (value.0 ^ (value.0 >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 impl Workload {
@@ -110,7 +150,7 @@ impl Workload {
     }
 
     /// The next 1..=RECORDS_PER_APPEND_MAX values of this process (from `*seq`, which moves
-    /// past them), keyed by the process, in one batch from `builder`.
+    /// past them), keyed as `keying` says, in one batch from `builder`.
     fn next_batch(&mut self, seq: &mut u32, builder: BatchBuilder) -> (Vec<Value>, Bytes) {
         build_batch(
             self.process,
@@ -118,7 +158,7 @@ impl Workload {
             &mut self.rng,
             &self.clock,
             builder,
-            self.keyed,
+            self.keying,
         )
     }
 
@@ -303,26 +343,30 @@ pub fn new_client(bootstrap: &str, client_id: &str) -> Client {
 }
 
 /// The next 1..=RECORDS_PER_APPEND_MAX values of `process` (from `*seq`, which moves past
-/// them), keyed by the process, in one batch from `builder`.
+/// them), keyed as `keying` says, in one batch from `builder`.
 pub fn build_batch(
     process: u32,
     seq: &mut u32,
     rng: &mut SmallRng,
     clock: &Clock,
     mut builder: BatchBuilder,
-    keyed: bool,
+    keying: Keying,
 ) -> (Vec<Value>, Bytes) {
     let count = rng.gen_range(1..=RECORDS_PER_APPEND_MAX);
     let values: Vec<Value> = (0..count).map(|i| Value::new(process, *seq + i)).collect();
     *seq += count;
     let now_ms = clock.now_ms();
     for v in &values {
-        let key = if keyed {
-            compaction_key(*v).to_be_bytes().to_vec()
-        } else {
-            process.to_be_bytes().to_vec()
+        let key = match keying.key_of {
+            Some(key_of) => key_of(*v).to_be_bytes().to_vec(),
+            None => process.to_be_bytes().to_vec(),
         };
-        builder.push(now_ms, Some(&key), Some(&v.0.to_be_bytes()), &[]);
+        let value = v.0.to_be_bytes();
+        if (keying.is_tombstone)(*v) {
+            builder.push(now_ms, Some(&key), None, &[(VALUE_HEADER, Some(&value))]);
+        } else {
+            builder.push(now_ms, Some(&key), Some(&value), &[]);
+        }
     }
     (values, builder.build().freeze())
 }
@@ -422,9 +466,23 @@ fn decode_into(
             if record.offset < from {
                 continue;
             }
-            let value = record.value.filter(|v| v.len() == 8).ok_or_else(|| {
-                Undecodable::Malformed(format!("record at {} has no 8-byte value", record.offset))
-            })?;
+            // A tombstone carries its value in a header.
+            let value = record
+                .value
+                .or_else(|| {
+                    record
+                        .headers
+                        .into_iter()
+                        .find(|h| h.key == VALUE_HEADER)
+                        .and_then(|h| h.value)
+                })
+                .filter(|v| v.len() == 8)
+                .ok_or_else(|| {
+                    Undecodable::Malformed(format!(
+                        "record at {} has no 8-byte value",
+                        record.offset
+                    ))
+                })?;
             let mut b = [0u8; 8];
             b.copy_from_slice(&value);
             out.push((record.offset, Value(u64::from_be_bytes(b))));

@@ -272,10 +272,11 @@ pub struct CheckOptions {
     /// faults long enough for the members to consume everything, so
     /// [`crate::check_groups`] judges unseen (liveness). False by default.
     pub groups_stable_at_end: bool,
-    /// The topic is compacted and records are keyed by this function of their value: a
-    /// record missing from the final log is superseded, not lost, when a record of its key
-    /// stands at a higher offset there ([`crate::compaction`]). `None` by default.
-    pub compaction: Option<crate::compaction::KeyOf>,
+    /// The topic is compacted under this rule (keys and tombstones as functions of a
+    /// value, `delete.retention.ms`, the node's clock): a record missing from the final log
+    /// is superseded, not lost, when the rule excuses it ([`crate::compaction`]). `None` by
+    /// default.
+    pub compaction: Option<crate::compaction::Compaction>,
 }
 
 /// The verdict on one run.
@@ -475,8 +476,9 @@ struct Index<'h> {
     corruption_unreported: bool,
     /// Records below this offset may have been deleted by retention.
     retained_from: Option<Offset>,
-    /// Each key's highest offset in the final log, on a compacted topic.
-    latest_by_key: crate::compaction::LatestByKey,
+    /// Each key's highest offset in the final log and the tombstones that may be gone past
+    /// their horizon, on a compacted topic.
+    compacted: crate::compaction::Compacted,
 }
 
 impl<'h> Index<'h> {
@@ -555,13 +557,14 @@ impl<'h> Index<'h> {
         } else {
             (None, false)
         };
-        let latest_by_key = match options.compaction {
-            Some(key_of) => {
-                crate::compaction::LatestByKey::build(&final_log.records, key_of, |offset| {
-                    excused_from.is_none_or(|from| offset < from)
-                })
-            }
-            None => crate::compaction::LatestByKey::default(),
+        let compacted = match &options.compaction {
+            Some(rule) => crate::compaction::Compacted::build(
+                &final_log.records,
+                rule.clone(),
+                |offset| excused_from.is_none_or(|from| offset < from),
+                tombstones(operations, &reads, rule.is_tombstone),
+            ),
+            None => crate::compaction::Compacted::default(),
         };
         Index {
             writes,
@@ -572,7 +575,7 @@ impl<'h> Index<'h> {
             excused_from,
             corruption_unreported,
             retained_from: options.retention.then_some(final_log.log_start_offset),
-            latest_by_key,
+            compacted,
         }
     }
 
@@ -661,7 +664,7 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
         judged.insert(value);
         if ix.final_offsets.contains_key(&value)
             || ix.deleted_by_retention(offset)
-            || ix.latest_by_key.supersedes(offset, value)
+            || ix.compacted.excuses(offset, value)
         {
             continue;
         }
@@ -679,7 +682,7 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
             || !judged.insert(value)
             || ix.final_offsets.contains_key(&value)
             || ix.deleted_by_retention(offset)
-            || ix.latest_by_key.supersedes(offset, value)
+            || ix.compacted.excuses(offset, value)
         {
             continue;
         }
@@ -704,7 +707,8 @@ fn check_lost_writes(ix: &Index<'_>, report: &mut Report) {
 ///
 /// A value the final log holds at several offsets is a duplicate, not an
 /// inconsistency, so a claim about such a value is consistent if it names any
-/// of them; that keeps a retried append that landed twice a duplicate only.
+/// of them; that keeps a retried append that landed twice a duplicate only. On a
+/// compacted topic a value claimed at two offsets is reported as a duplicate too.
 fn check_inconsistent_offsets(ix: &Index<'_>, report: &mut Report) {
     let run_claims: Vec<(Offset, Value, Source)> = ix
         .acked_records()
@@ -743,7 +747,14 @@ fn check_inconsistent_offsets(ix: &Index<'_>, report: &mut Report) {
         }
     }
 
-    // One value, two offsets.
+    // One value, two offsets. The cleaner never moves a record, so on a compacted topic
+    // that is a value appended twice whose earlier copy was since cleaned away (a retry the
+    // broker no longer recognised): a duplicate.
+    let two_offsets = if ix.compacted.is_on() {
+        AnomalyKind::Duplicate
+    } else {
+        AnomalyKind::InconsistentOffsets
+    };
     let mut trusted_final: BTreeMap<Value, Vec<Offset>> = BTreeMap::new();
     for (offset, value, _) in final_claims {
         trusted_final.entry(value).or_default().push(offset);
@@ -757,7 +768,7 @@ fn check_inconsistent_offsets(ix: &Index<'_>, report: &mut Report) {
         if let Some(final_offsets) = trusted_final.get(&value) {
             if !final_offsets.contains(&offset) {
                 conflicted_values.insert(value);
-                report.record(AnomalyKind::InconsistentOffsets, || {
+                report.record(two_offsets, || {
                     format!(
                         "{value} is at offset {offset} according to {source} but at {} in the \
                          final log",
@@ -775,7 +786,7 @@ fn check_inconsistent_offsets(ix: &Index<'_>, report: &mut Report) {
                 let (first_offset, first_source) = *entry.get();
                 if first_offset != offset {
                     conflicted_values.insert(value);
-                    report.record(AnomalyKind::InconsistentOffsets, || {
+                    report.record(two_offsets, || {
                         format!(
                             "{value} is at offset {first_offset} according to {first_source} \
                              but at offset {offset} according to {source}"
@@ -1600,6 +1611,77 @@ pub fn check_retention(
 
 /// The offset of the `index`-th record of a batch based at `base`. Saturates
 /// rather than overflowing, because `base` comes from the system under test.
+/// The tombstones (by `is_tombstone`) of every append that may have taken effect, with the
+/// lowest offset each can be at: its acknowledged offset, else the lowest it was read at,
+/// else one above every offset acknowledged before its append was invoked (an append
+/// invoked after another completed lands above it).
+fn tombstones(
+    operations: &[Operation],
+    reads: &[Observed<'_>],
+    is_tombstone: crate::compaction::TombstoneOf,
+) -> Vec<crate::compaction::Tombstone> {
+    let mut read_at: BTreeMap<Value, Offset> = BTreeMap::new();
+    for read in reads {
+        for &(offset, value) in read.records {
+            if is_tombstone(value) {
+                let at = read_at.entry(value).or_insert(offset);
+                *at = (*at).min(offset);
+            }
+        }
+    }
+    // (completion, highest offset acknowledged by then), in completion order.
+    let mut acked: Vec<(u64, Offset)> = operations
+        .iter()
+        .filter_map(|operation| match (&operation.op, &operation.outcome) {
+            (Op::Append { values }, Some(Outcome::Appended { base_offset })) => Some((
+                operation.complete_ns.unwrap_or(u64::MAX),
+                offset_at(*base_offset, values.len().saturating_sub(1)),
+            )),
+            _ => None,
+        })
+        .collect();
+    acked.sort_unstable();
+    let mut highest = Offset::MIN;
+    for entry in &mut acked {
+        highest = highest.max(entry.1);
+        entry.1 = highest;
+    }
+    let floor = |invoke_ns: u64| -> Offset {
+        let before = acked.partition_point(|&(complete_ns, _)| complete_ns < invoke_ns);
+        match before.checked_sub(1).and_then(|i| acked.get(i)) {
+            Some(&(_, highest)) => highest.saturating_add(1),
+            None => 0,
+        }
+    };
+    let mut out = Vec::new();
+    for operation in operations {
+        let Op::Append { values } = &operation.op else {
+            continue;
+        };
+        let acked_base = match &operation.outcome {
+            Some(Outcome::Failed { .. }) => continue,
+            Some(Outcome::Appended { base_offset }) => Some(*base_offset),
+            _ => None,
+        };
+        for (i, &value) in values.iter().enumerate() {
+            if !is_tombstone(value) {
+                continue;
+            }
+            let offset_min = match (acked_base, read_at.get(&value)) {
+                (Some(base), _) => offset_at(base, i),
+                (None, Some(&at)) => at,
+                (None, None) => floor(operation.invoke_ns),
+            };
+            out.push(crate::compaction::Tombstone {
+                value,
+                offset_min,
+                invoke_ns: operation.invoke_ns,
+            });
+        }
+    }
+    out
+}
+
 fn offset_at(base: Offset, index: usize) -> Offset {
     base.saturating_add(Offset::try_from(index).unwrap_or(Offset::MAX))
 }
@@ -1824,6 +1906,102 @@ mod tests {
         b.append_ok(1, &values[0..3], 0);
         b.append_ok(1, &values[3..4], 3);
         (b, values)
+    }
+
+    /// Process 1's values are keyed by seq % 2; process 9's values are tombstones (of key
+    /// seq % 2 too). Time in these histories is one ns per event, so `delete.retention.ms`
+    /// passes only with a forward clock jump.
+    fn compaction_rule(clock_forward_jumps: Vec<(u64, u64)>) -> CheckOptions {
+        fn key_of(value: Value) -> u64 {
+            value.0 % 2
+        }
+        fn is_tombstone(value: Value) -> bool {
+            value.0 >> 32 == 9
+        }
+        CheckOptions {
+            offsets_may_have_gaps: true,
+            compaction: Some(crate::compaction::Compaction {
+                key_of,
+                is_tombstone,
+                delete_retention_ms: 1_000,
+                clock_forward_jumps,
+                end_ns: 1_000,
+            }),
+            ..CheckOptions::default()
+        }
+    }
+
+    #[test]
+    fn compaction_excuses_superseded_records_and_old_tombstones_only() {
+        let mut b = Builder::default();
+        let (a0, a1, a2) = (v(1, 0), v(1, 1), v(1, 2));
+        let t1 = v(9, 1);
+        b.append_ok(1, &[a0, a1], 0);
+        b.append_ok(9, &[t1], 2);
+        b.append_ok(1, &[a2], 3);
+        // a0 superseded by a2 (key 0); a1 shadowed by the tombstone t1 (key 1), which itself
+        // went past its horizon (the node's clock jumped after its append).
+        let log = FinalLog {
+            records: vec![(3, a2)],
+            ..FinalLog::default()
+        };
+        let report = check(&b.history, &log, &compaction_rule(vec![(4, 2_000)]));
+        assert!(report.is_valid(), "{report}");
+        // Without the jump the tombstone's horizon cannot have passed: it, and the record
+        // it shadows, are lost.
+        let report = check(&b.history, &log, &compaction_rule(vec![]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 2);
+        // A jump before the tombstone's append does not help it.
+        let report = check(&b.history, &log, &compaction_rule(vec![(1, 2_000)]));
+        assert!(report.has(AnomalyKind::LostWrite));
+        // The latest record of a key may never go (and with it, what it superseded).
+        let log = FinalLog {
+            records: vec![(2, t1)],
+            ..FinalLog::default()
+        };
+        let report = check(&b.history, &log, &compaction_rule(vec![(4, 2_000)]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 2, "{report}");
+    }
+
+    #[test]
+    fn compaction_judges_a_tombstone_of_unknown_outcome_by_what_was_acknowledged_before() {
+        let mut b = Builder::default();
+        let (a0, a1) = (v(1, 1), v(1, 3));
+        b.append_ok(1, &[a0], 0);
+        b.append_unknown(9, &[v(9, 1)]);
+        b.append_ok(1, &[a1], 2);
+        // The tombstone of key 1 came after a0 was acknowledged, so it may shadow a0; not a1,
+        // acknowledged after the tombstone's append was invoked.
+        let log = FinalLog::default();
+        let report = check(&b.history, &log, &compaction_rule(vec![(4, 2_000)]));
+        assert_kinds(&report, &[AnomalyKind::LostWrite]);
+        assert_eq!(report.count(AnomalyKind::LostWrite), 1, "{report}");
+        assert!(report.anomalies[0].detail.contains("offset 2"), "{report}");
+    }
+
+    #[test]
+    fn compaction_reports_a_value_at_two_offsets_as_a_duplicate() {
+        let mut b = Builder::default();
+        let (a0, a1) = (v(1, 0), v(1, 2));
+        // a0's append lands at 0 (read there), its answer is lost; a1 supersedes it and the
+        // cleaner removes it; the retry is appended again at 2 and acknowledged there.
+        let t = b.tick();
+        let op = b.history.invoke(t, 1, Op::Append { values: vec![a0] });
+        b.read_ok(2, 0, &[(0, a0)]);
+        b.append_ok(3, &[a1], 1);
+        let t = b.tick();
+        b.history
+            .complete(t, op, Outcome::Appended { base_offset: 2 });
+        let log = FinalLog {
+            records: vec![(1, a1), (2, a0)],
+            ..FinalLog::default()
+        };
+        let report = check(&b.history, &log, &compaction_rule(vec![]));
+        assert_kinds(&report, &[AnomalyKind::Duplicate]);
+        let plain = check(&b.history, &log, &gaps_allowed());
+        assert!(plain.has(AnomalyKind::InconsistentOffsets), "{plain}");
     }
 
     #[test]

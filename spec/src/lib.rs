@@ -42,7 +42,7 @@ pub use checker::{
     check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
     ANOMALY_DETAILS_MAX,
 };
-pub use compaction::{KeyOf, LatestByKey};
+pub use compaction::{Compacted, Compaction, KeyOf, Tombstone, TombstoneOf};
 pub use groups::{check_groups, FinalPartition};
 pub use history::{
     CommitResult, Event, EventKind, Generation, GroupEvent, GroupId, History, MemberId, NodeEvent,

@@ -276,6 +276,9 @@ pub struct CleanerBugs {
     /// The old segments are removed, durably, before the cleaned one is in place (a crash
     /// between loses them).
     pub swap_not_crash_safe: bool,
+    /// A tombstone goes at the first pass, as if its delete horizon had passed (compaction
+    /// checker: a tombstone younger than `delete.retention.ms` goes missing).
+    pub ignores_delete_retention: bool,
 }
 
 impl CleanerBugs {
@@ -283,6 +286,7 @@ impl CleanerBugs {
         drops_latest_value: false,
         drops_producer_last_batch: false,
         swap_not_crash_safe: false,
+        ignores_delete_retention: false,
     };
 }
 
@@ -493,7 +497,7 @@ pub fn decide(header: &BatchHeader, records: &[Record], cx: &DecideContext<'_>) 
             continue;
         }
         if record.value.is_none() {
-            if horizon.is_some_and(|h| cx.now_ms >= h) {
+            if horizon.is_some_and(|h| cx.now_ms >= h) || cx.bugs.ignores_delete_retention {
                 continue; // The tombstone's horizon has passed.
             }
             tombstone_kept = true;
