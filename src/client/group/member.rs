@@ -22,6 +22,11 @@
 //!   out: its partitions are lost (not revoked: a commit would be refused).
 //! - Heartbeats go every `heartbeat_interval_ms` while Stable; REBALANCE_IN_PROGRESS in a
 //!   heartbeat answer starts a rejoin.
+//! - Heartbeats may also come from a background task ([`Member::background_ready`], Kafka's
+//!   heartbeat thread), so that an application that takes a while between polls stays in
+//!   the group. The background only heartbeats, and leaves the group when the application has
+//!   not polled for `max_poll_interval_ms` (the member's partitions are then lost and the
+//!   next poll joins anew); joins, syncs and events stay with the polling driver.
 //! - A failed request (lost connection, timeout, a coordinator error) is retried after
 //!   `retry_backoff_ms`; the driver finds the coordinator again in between.
 //!
@@ -62,6 +67,9 @@ pub struct MemberConfig {
     pub session_timeout_ms: i32,
     pub rebalance_timeout_ms: i32,
     pub heartbeat_interval_ms: i64,
+    /// `max.poll.interval.ms`: the longest the application may spend between two polls
+    /// before the member leaves the group ([`Member::background_ready`]).
+    pub max_poll_interval_ms: i64,
     pub retry_backoff_ms: i64,
     /// `partition.assignment.strategy`, in order of preference.
     pub assignors: Vec<Assignor>,
@@ -75,6 +83,7 @@ impl Default for MemberConfig {
             session_timeout_ms: 45_000,
             rebalance_timeout_ms: 300_000,
             heartbeat_interval_ms: 3_000,
+            max_poll_interval_ms: 300_000,
             retry_backoff_ms: 100,
             assignors: vec![Assignor::Range, Assignor::CooperativeSticky],
         }
@@ -119,6 +128,17 @@ pub enum Event {
     Fatal(ErrorCode),
 }
 
+/// What the background task is to send ([`Member::background_ready`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Background {
+    Heartbeat(HeartbeatRequest),
+    /// The application did not poll for `max_poll_interval_ms`: the member left the group
+    /// (its partitions are lost). A dynamic member tells the coordinator with this
+    /// LeaveGroup, so the others need not wait out its session; a static member does not
+    /// (KIP-345: its partitions wait for it).
+    PollTimeout(Option<LeaveGroupRequest>),
+}
+
 /// What [`Member::ready`] hands back.
 #[derive(Debug, Default, PartialEq)]
 pub struct Ready {
@@ -157,6 +177,10 @@ pub struct Member {
     fatal: Option<ErrorCode>,
     /// Left the group (close): nothing more to send.
     closed: bool,
+    /// The application is inside a poll (the poll timer does not run).
+    polling: bool,
+    /// When the application last started or ended a poll.
+    last_poll_ms: i64,
 }
 
 fn is_coordinator_error(code: ErrorCode) -> bool {
@@ -241,6 +265,8 @@ impl Member {
             events: Vec::new(),
             fatal: None,
             closed: false,
+            polling: false,
+            last_poll_ms: 0,
         }
     }
 
@@ -394,16 +420,77 @@ impl Member {
             }
             MemberState::CompletingRebalance => return out,
             MemberState::Stable => {
-                out.request = Some(Request::Heartbeat(HeartbeatRequest {
-                    group_id: self.config.group_id.clone(),
-                    generation_id: self.generation_id,
-                    member_id: self.member_id.clone(),
-                    group_instance_id: self.config.group_instance_id.clone(),
-                }));
+                out.request = Some(Request::Heartbeat(self.heartbeat_request()));
             }
         }
         self.in_flight = out.request.is_some();
         out
+    }
+
+    fn heartbeat_request(&self) -> HeartbeatRequest {
+        HeartbeatRequest {
+            group_id: self.config.group_id.clone(),
+            generation_id: self.generation_id,
+            member_id: self.member_id.clone(),
+            group_instance_id: self.config.group_instance_id.clone(),
+        }
+    }
+
+    /// The application starts a poll: the poll timer stops.
+    pub fn poll_started(&mut self, now_ms: i64) {
+        self.polling = true;
+        self.last_poll_ms = now_ms;
+    }
+
+    /// The application's poll returned: the poll timer runs from `now_ms`.
+    pub fn poll_ended(&mut self, now_ms: i64) {
+        self.polling = false;
+        self.last_poll_ms = now_ms;
+    }
+
+    /// Whether the background has nothing to do in any state but Stable.
+    fn background_idle(&self) -> bool {
+        self.in_flight || self.fatal.is_some() || self.closed || self.state != MemberState::Stable
+    }
+
+    /// When [`Member::background_ready`] may have something to do: the next heartbeat, or
+    /// the end of the poll timer.
+    pub fn background_deadline_ms(&self) -> Option<i64> {
+        if self.background_idle() {
+            return None;
+        }
+        if self.polling {
+            return Some(self.next_request_ms);
+        }
+        let poll_deadline_ms = self
+            .last_poll_ms
+            .saturating_add(self.config.max_poll_interval_ms)
+            .saturating_add(1);
+        Some(self.next_request_ms.min(poll_deadline_ms))
+    }
+
+    /// What the background task is to do at `now_ms` while the member is Stable: leave the
+    /// group if the poll timer ran out, else a heartbeat when one is due (it is then the
+    /// request in flight; the answer goes to [`Member::heartbeat_answered`] or
+    /// [`Member::request_failed`]).
+    pub fn background_ready(&mut self, now_ms: i64) -> Option<Background> {
+        if self.background_idle() {
+            return None;
+        }
+        let since_poll_ms = now_ms.saturating_sub(self.last_poll_ms);
+        if !self.polling && since_poll_ms > self.config.max_poll_interval_ms {
+            let leave = self.leave_request("the consumer's poll timeout has expired");
+            // As Kafka's consumer: forget the generation and the id; the next poll joins
+            // as a new member.
+            self.fenced(now_ms, true);
+            assert_eq!(self.state, MemberState::Unjoined, "left the group");
+            return Some(Background::PollTimeout(leave));
+        }
+        if now_ms < self.next_request_ms {
+            return None;
+        }
+        self.in_flight = true;
+        Some(Background::Heartbeat(self.heartbeat_request()))
     }
 
     fn subscription_bytes(&self) -> Bytes {
@@ -641,6 +728,21 @@ impl Member {
         self.check();
     }
 
+    /// The LeaveGroup of a dynamic member that is in the group.
+    fn leave_request(&self, reason: &str) -> Option<LeaveGroupRequest> {
+        (!self.member_id.is_empty() && self.config.group_instance_id.is_none()).then(|| {
+            LeaveGroupRequest {
+                group_id: self.config.group_id.clone(),
+                member_id: self.member_id.clone(),
+                members: vec![MemberIdentity {
+                    member_id: self.member_id.clone(),
+                    group_instance_id: None,
+                    reason: Some(reason.to_string()),
+                }],
+            }
+        })
+    }
+
     /// The LeaveGroup to send on close, if the member is in the group: none for a static
     /// member (KIP-345: it keeps its partitions through a restart within its session).
     /// Everything owned is revoked first. Both the pre-v3 `member_id` and the v3+ `members`
@@ -650,18 +752,7 @@ impl Member {
         if !self.owned.is_empty() {
             events.push(Event::Revoked(std::mem::take(&mut self.owned)));
         }
-        let request =
-            (!self.member_id.is_empty() && self.config.group_instance_id.is_none()).then(|| {
-                LeaveGroupRequest {
-                    group_id: self.config.group_id.clone(),
-                    member_id: self.member_id.clone(),
-                    members: vec![MemberIdentity {
-                        member_id: self.member_id.clone(),
-                        group_instance_id: None,
-                        reason: Some("the consumer is closing".to_string()),
-                    }],
-                }
-            });
+        let request = self.leave_request("the consumer is closing");
         self.state = MemberState::Unjoined;
         self.join = None;
         self.closed = true;
@@ -1011,6 +1102,130 @@ mod tests {
         assert!(
             leave.is_none(),
             "a static member keeps its session through a restart"
+        );
+    }
+
+    const MAX_POLL_MS: i64 = 10_000;
+
+    fn polled_member(instance: Option<&str>) -> Member {
+        let mut m = member(&[Assignor::Range], instance);
+        m.config.max_poll_interval_ms = MAX_POLL_MS;
+        m.poll_started(0);
+        stable_alone(&mut m, Assignor::Range);
+        let _ = m.ready(0); // the Assigned event
+        m.poll_ended(0);
+        m
+    }
+
+    #[test]
+    fn the_background_heartbeats_while_the_application_does_not_poll() {
+        let mut m = polled_member(None);
+        assert_eq!(m.background_deadline_ms(), Some(HEARTBEAT_MS));
+        assert_eq!(m.background_ready(HEARTBEAT_MS - 1), None, "not due yet");
+        let Some(Background::Heartbeat(heartbeat)) = m.background_ready(HEARTBEAT_MS) else {
+            panic!("a heartbeat is due");
+        };
+        assert_eq!(
+            (heartbeat.generation_id, heartbeat.member_id.as_str()),
+            (1, "m-1")
+        );
+        // One request at a time: neither the poller nor the background sends another.
+        assert_eq!(m.ready(HEARTBEAT_MS + 1), Ready::default());
+        assert_eq!(m.background_ready(HEARTBEAT_MS + 1), None);
+        assert_eq!(m.background_deadline_ms(), None);
+        m.heartbeat_answered(HEARTBEAT_MS + 5, HeartbeatResponse::default());
+        assert_eq!(m.background_deadline_ms(), Some(2 * HEARTBEAT_MS + 5));
+        // A failed background heartbeat is retried after the backoff, as the poller's.
+        let Some(Background::Heartbeat(_)) = m.background_ready(2 * HEARTBEAT_MS + 5) else {
+            panic!("the second heartbeat is due");
+        };
+        m.request_failed(2 * HEARTBEAT_MS + 6);
+        assert_eq!(
+            m.background_deadline_ms(),
+            Some(2 * HEARTBEAT_MS + 6 + BACKOFF_MS)
+        );
+        assert_eq!(m.state(), MemberState::Stable);
+        assert_eq!(m.owned(), &tps(&[0, 1, 2, 3]));
+    }
+
+    #[test]
+    fn a_background_heartbeat_answered_rebalance_leaves_the_rejoin_to_the_poller() {
+        let mut m = polled_member(None);
+        let Some(Background::Heartbeat(_)) = m.background_ready(HEARTBEAT_MS) else {
+            panic!("a heartbeat is due");
+        };
+        m.heartbeat_answered(
+            HEARTBEAT_MS,
+            HeartbeatResponse {
+                error_code: ErrorCode::REBALANCE_IN_PROGRESS.code(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            m.background_ready(HEARTBEAT_MS * 5),
+            None,
+            "only while Stable"
+        );
+        let ready = m.ready(HEARTBEAT_MS);
+        assert_eq!(ready.events, vec![Event::Revoked(tps(&[0, 1, 2, 3]))]);
+        assert_eq!(join_of(ready).member_id, "m-1");
+    }
+
+    #[test]
+    fn no_poll_for_max_poll_interval_leaves_the_group_and_the_next_poll_joins_anew() {
+        let mut m = polled_member(None);
+        // Heartbeats keep going up to the poll deadline.
+        let mut now_ms = 0;
+        while now_ms + HEARTBEAT_MS <= MAX_POLL_MS {
+            now_ms += HEARTBEAT_MS;
+            let Some(Background::Heartbeat(_)) = m.background_ready(now_ms) else {
+                panic!("a heartbeat at {now_ms}");
+            };
+            m.heartbeat_answered(now_ms, HeartbeatResponse::default());
+        }
+        assert_eq!(m.background_deadline_ms(), Some(MAX_POLL_MS + 1));
+        let Some(Background::PollTimeout(Some(leave))) = m.background_ready(MAX_POLL_MS + 1) else {
+            panic!("the poll timer ran out");
+        };
+        assert_eq!(leave.members[0].member_id, "m-1");
+        assert_eq!(m.state(), MemberState::Unjoined);
+        assert_eq!(
+            m.background_ready(MAX_POLL_MS * 2),
+            None,
+            "out of the group"
+        );
+        m.poll_started(MAX_POLL_MS * 2);
+        let ready = m.ready(MAX_POLL_MS * 2);
+        assert_eq!(
+            ready.events,
+            vec![Event::Lost(tps(&[0, 1, 2, 3]))],
+            "lost, not revoked: a commit of the old generation would be refused"
+        );
+        assert_eq!(join_of(ready).member_id, "", "a new member");
+    }
+
+    #[test]
+    fn the_poll_timer_stops_inside_a_poll_and_a_static_member_sends_no_leave() {
+        let mut m = polled_member(Some("instance-1"));
+        m.poll_started(1);
+        let mut now_ms = 1;
+        for _ in 0..20 {
+            now_ms += HEARTBEAT_MS;
+            let Some(Background::Heartbeat(_)) = m.background_ready(now_ms) else {
+                panic!("inside a poll only heartbeats, at {now_ms}");
+            };
+            m.heartbeat_answered(now_ms, HeartbeatResponse::default());
+        }
+        assert!(now_ms > MAX_POLL_MS);
+        m.poll_ended(now_ms);
+        // At the last instant of the poll interval only a heartbeat is due.
+        let Some(Background::Heartbeat(_)) = m.background_ready(now_ms + MAX_POLL_MS) else {
+            panic!("the poll timer fired one millisecond early");
+        };
+        m.heartbeat_answered(now_ms + MAX_POLL_MS, HeartbeatResponse::default());
+        assert_eq!(
+            m.background_ready(now_ms + MAX_POLL_MS + 1),
+            Some(Background::PollTimeout(None))
         );
     }
 }
