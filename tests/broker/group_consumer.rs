@@ -214,3 +214,76 @@ async fn members_share_the_partitions_with_range_and_resume_from_commits() {
 async fn members_share_the_partitions_with_cooperative_sticky_and_resume_from_commits() {
     share_and_take_over(Assignor::CooperativeSticky).await;
 }
+
+/// The members of `group` as its coordinator describes them, and the group's state.
+async fn described(broker: &BrokerProcess, group: &str) -> (String, Vec<String>) {
+    let mut admin = Client::new(ClientConfig {
+        bootstrap: vec![broker.bootstrap()],
+        ..ClientConfig::default()
+    });
+    let described = admin.describe_group(group).await.expect("describe");
+    let members = described.members.into_iter().map(|m| m.member_id).collect();
+    (described.group_state, members)
+}
+
+/// Polls until the consumer is stable with every partition.
+async fn poll_until_it_owns_everything(consumer: &mut GroupConsumer) {
+    for _ in 0..WAIT_POLLS_MAX {
+        consumer.poll().await.expect("poll");
+        if consumer.is_stable() && consumer.assignment().len() == 4 {
+            return;
+        }
+    }
+    panic!("the consumer did not get the topic's partitions");
+}
+
+/// The background task heartbeats for a member that processes records for longer than its
+/// session timeout, so it keeps its partitions; a member that does not poll for
+/// `max_poll_interval_ms` is taken for stuck: it leaves the group and its next poll joins
+/// again as a new member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_member_keeps_its_partitions_and_a_stuck_one_leaves() {
+    const SESSION_TIMEOUT_MS: i32 = 1_500;
+    const MAX_POLL_INTERVAL_MS: i64 = 5_000;
+    const GROUP: &str = "slow-group";
+    let broker = BrokerProcess::start_with(&[
+        ("group.initial.rebalance.delay.ms", "0"),
+        ("group.min.session.timeout.ms", "1000"),
+    ]);
+    fill(&broker).await;
+    let mut config = config(&broker, Assignor::Range);
+    config.member.group_id = GROUP.into();
+    config.member.session_timeout_ms = SESSION_TIMEOUT_MS;
+    config.member.max_poll_interval_ms = MAX_POLL_INTERVAL_MS;
+    let mut consumer = GroupConsumer::new(config, &[TOPIC]).expect("member");
+    poll_until_it_owns_everything(&mut consumer).await;
+    let first_id = consumer.member_id();
+
+    // Busy for more than twice the session timeout, well within the poll interval.
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    assert_eq!(
+        described(&broker, GROUP).await,
+        ("Stable".to_string(), vec![first_id.clone()]),
+        "the member outlived its session timeout without polling"
+    );
+    consumer.poll().await.expect("poll");
+    assert!(consumer.is_stable());
+    assert_eq!(consumer.member_id(), first_id);
+    assert_eq!(consumer.assignment().len(), 4);
+
+    // Stuck for longer than the poll interval: the member leaves at once (a dynamic member
+    // sends LeaveGroup), so the group is empty before its session would have run out.
+    tokio::time::sleep(std::time::Duration::from_millis(6_500)).await;
+    assert_eq!(
+        described(&broker, GROUP).await,
+        ("Empty".to_string(), Vec::new()),
+        "the stuck member left the group"
+    );
+    poll_until_it_owns_everything(&mut consumer).await;
+    assert_ne!(
+        consumer.member_id(),
+        first_id,
+        "it joined again as a new member"
+    );
+    consumer.close().await.expect("close");
+}

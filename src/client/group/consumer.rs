@@ -3,11 +3,16 @@
 //! IO-free [`Member`] over its own connection to the coordinator and fetches through a
 //! [`Client`].
 //!
-//! One task does everything, as in Kafka's consumer before its background heartbeat thread:
 //! [`GroupConsumer::poll`] first runs the group protocol (join, sync, a heartbeat when due),
 //! then fetches once from each leader of the owned partitions (the broker holds a fetch up to
-//! `fetch.max_wait_ms`). A caller must poll at least once per heartbeat interval, or the
-//! coordinator counts the member dead after `session_timeout_ms`.
+//! `fetch.max_wait_ms`). From the first poll on, a background task (Kafka's heartbeat thread,
+//! KIP-62) sends the heartbeats of a Stable member over its own connection to the
+//! coordinator, so a caller that processes records for longer than `session_timeout_ms`
+//! keeps its partitions. It also runs the poll timer: a caller that does not poll for
+//! `max_poll_interval_ms` is taken for stuck, and the member leaves the group (a static
+//! member only drops its partitions); the next poll joins again. Both tasks drive the one
+//! [`Member`] behind a mutex that is never held across an await, and the member keeps one
+//! request in flight between them.
 //!
 //! Positions: a newly assigned partition starts at its committed offset, else where
 //! `auto_offset_reset` says. With `enable_auto_commit`, positions are committed every
@@ -19,13 +24,16 @@
 //! - Only owned partitions have positions, and a position only moves forward within one
 //!   ownership, past whole batches the broker returned.
 //! - Every retry loop is bounded: [`COORDINATOR_ATTEMPTS_MAX`] FindCoordinator attempts per
-//!   lookup, [`GROUP_STEPS_MAX`] group protocol steps per poll.
+//!   lookup, [`GROUP_STEPS_MAX`] group protocol steps per poll; the background task makes one
+//!   lookup per heartbeat and backs off per the member between failures.
+//! - The background task ends with the consumer: `close` and `Drop` abort it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use super::assignor::TopicPartitions;
-use super::member::{Event, Member, MemberConfig, MemberState, Request};
+use super::member::{Background, Event, Member, MemberConfig, MemberState, Request};
 use super::offsets::{self, Committer, TopicPartition};
 use crate::client::cluster::{Client, ClientConfig, FetchOptions};
 use crate::client::connection::Connection;
@@ -38,7 +46,7 @@ use crate::protocol::join_group::{JoinGroupRequest, JoinGroupResponse};
 use crate::protocol::leave_group::{LeaveGroupRequest, LeaveGroupResponse};
 use crate::protocol::sync_group::{SyncGroupRequest, SyncGroupResponse};
 use crate::protocol::types::Offset;
-use crate::rt::time;
+use crate::rt::{task, time};
 
 /// FindCoordinator attempts in one lookup (COORDINATOR_NOT_AVAILABLE while
 /// `__consumer_offsets` is being created), `retry_backoff_ms` apart.
@@ -47,6 +55,9 @@ pub const COORDINATOR_ATTEMPTS_MAX: u32 = 50;
 pub const LEAVE_GROUP_BATCH_VERSION_MIN: i16 = 3;
 /// Group protocol steps (requests and events) in one poll before it fetches.
 pub const GROUP_STEPS_MAX: u32 = 64;
+/// The longest the background task sleeps before it looks at the member again: a poll may
+/// have moved the member's deadlines meanwhile.
+pub const BACKGROUND_IDLE_MS_MAX: u64 = 100;
 
 /// Where a partition without a committed offset starts (`auto.offset.reset`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +104,10 @@ pub struct GroupRecord {
 pub struct GroupConsumer {
     config: GroupConsumerConfig,
     client: Client,
-    member: Member,
+    /// Shared with the background task.
+    member: Arc<Mutex<Member>>,
+    /// The background heartbeat task, spawned by the first poll.
+    background: Option<task::JoinHandle<()>>,
     coordinator: Option<Connection>,
     origin: time::Instant,
     /// The next offset to consume of each owned partition whose start is known.
@@ -114,6 +128,165 @@ fn flatten(partitions: &TopicPartitions) -> Vec<TopicPartition> {
         .iter()
         .flat_map(|(t, ps)| ps.iter().map(move |p| (t.clone(), *p)))
         .collect()
+}
+
+/// The member, locked. A poisoned lock means an assertion in the member failed in the other
+/// task: its state is not to be trusted, so this task stops too.
+fn lock(member: &Mutex<Member>) -> MutexGuard<'_, Member> {
+    match member.lock() {
+        Ok(guard) => guard,
+        Err(_) => panic!("the group member's state was poisoned by a failed assertion"),
+    }
+}
+
+fn ms_since(origin: time::Instant) -> i64 {
+    let elapsed = time::now().saturating_duration_since(origin).as_millis();
+    i64::try_from(elapsed).unwrap_or(i64::MAX)
+}
+
+/// One request to the coordinator over `conn`, in the version negotiated for it.
+async fn call_on<
+    Req: crate::protocol::message::Message,
+    Resp: crate::protocol::message::Message,
+>(
+    conn: &mut Connection,
+    request: &Req,
+    timeout_ms: u64,
+) -> Result<Resp, ClientError> {
+    let version = conn.version_for(Req::API_KEY)?;
+    conn.send_with_timeout(Req::API_KEY, version, request, timeout_ms)
+        .await
+}
+
+/// LeaveGroup in the negotiated version's shape: one member id before v3, a batch of
+/// members from v3 (KIP-345).
+async fn leave_group_on(
+    conn: &mut Connection,
+    mut leave: LeaveGroupRequest,
+    timeout_ms: u64,
+) -> Result<(), ClientError> {
+    let version = conn.version_for(LeaveGroupRequest::API_KEY)?;
+    if version >= LEAVE_GROUP_BATCH_VERSION_MIN {
+        leave.member_id = String::new();
+    } else {
+        leave.members.clear();
+    }
+    let response: LeaveGroupResponse = conn
+        .send_with_timeout(LeaveGroupRequest::API_KEY, version, &leave, timeout_ms)
+        .await?;
+    let code = std::iter::once(response.error_code)
+        .chain(response.members.iter().map(|m| m.error_code))
+        .find(|&c| c != 0);
+    match code {
+        None => Ok(()),
+        Some(code) => Err(ClientError::Group {
+            group: leave.group_id,
+            api: "LeaveGroup",
+            code: ErrorCode(code),
+        }),
+    }
+}
+
+/// Ends the poll (the poll timer runs again) also when the poll's future is dropped.
+struct PollGuard {
+    member: Arc<Mutex<Member>>,
+    origin: time::Instant,
+}
+
+impl Drop for PollGuard {
+    fn drop(&mut self) {
+        // Not `lock`: a second panic while unwinding would abort the process.
+        if let Ok(mut member) = self.member.lock() {
+            member.poll_ended(ms_since(self.origin));
+        }
+    }
+}
+
+/// The background task: heartbeats while Stable, and the poll timer. It has its own client
+/// and coordinator connection, so a heartbeat never waits behind a fetch or a commit.
+async fn background(
+    member: Arc<Mutex<Member>>,
+    client_config: ClientConfig,
+    origin: time::Instant,
+) {
+    let group = lock(&member).config().group_id.clone();
+    let timeout_ms = client_config.request_timeout_ms;
+    let mut client = Client::new(client_config);
+    let mut coordinator: Option<Connection> = None;
+    loop {
+        let now_ms = ms_since(origin);
+        let (action, deadline_ms) = {
+            let mut m = lock(&member);
+            if m.is_closed() {
+                return;
+            }
+            let action = m.background_ready(now_ms);
+            (action, m.background_deadline_ms())
+        };
+        match action {
+            None => {
+                let wait_ms = deadline_ms
+                    .map_or(BACKGROUND_IDLE_MS_MAX, |at| {
+                        u64::try_from(at.saturating_sub(now_ms)).unwrap_or(0)
+                    })
+                    .clamp(1, BACKGROUND_IDLE_MS_MAX);
+                time::sleep(Duration::from_millis(wait_ms)).await;
+            }
+            Some(Background::Heartbeat(heartbeat)) => {
+                if coordinator.as_ref().is_some_and(Connection::is_broken) {
+                    coordinator = None;
+                }
+                let result = match coordinator.as_mut() {
+                    Some(conn) => call_on(conn, &heartbeat, timeout_ms).await,
+                    None => match connect_coordinator(&mut client, &group).await {
+                        Ok(conn) => {
+                            let conn = coordinator.insert(conn);
+                            call_on(conn, &heartbeat, timeout_ms).await
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                let now_ms = ms_since(origin);
+                let mut m = lock(&member);
+                match result {
+                    Ok(response) => m.heartbeat_answered(now_ms, response),
+                    Err(e) => {
+                        tracing::debug!("background heartbeat of group {group} failed: {e}");
+                        coordinator = None;
+                        client.reset();
+                        m.request_failed(now_ms);
+                    }
+                }
+            }
+            Some(Background::PollTimeout(leave)) => {
+                tracing::warn!(
+                    "the consumer of group {group} did not poll for max.poll.interval.ms; \
+                     it left the group and joins again on its next poll"
+                );
+                let Some(leave) = leave else { continue };
+                let sent = match coordinator.as_mut() {
+                    Some(conn) => leave_group_on(conn, leave, timeout_ms).await,
+                    None => match connect_coordinator(&mut client, &group).await {
+                        Ok(conn) => {
+                            leave_group_on(coordinator.insert(conn), leave, timeout_ms).await
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                if let Err(e) = sent {
+                    // The coordinator then ends the member after its session timeout.
+                    tracing::warn!("LeaveGroup after the poll timeout failed: {e}");
+                    coordinator = None;
+                }
+            }
+        }
+    }
+}
+
+/// One FindCoordinator and a connection to the broker it names.
+async fn connect_coordinator(client: &mut Client, group: &str) -> Result<Connection, ClientError> {
+    let found = client.find_coordinator(group).await?;
+    client.connect(&found.addr).await
 }
 
 fn invalid(reason: impl Into<String>) -> ClientError {
@@ -142,11 +315,15 @@ impl GroupConsumer {
                 "heartbeat.interval.ms must be positive and below session.timeout.ms",
             ));
         }
+        if config.member.max_poll_interval_ms <= 0 {
+            return Err(invalid("max.poll.interval.ms must be positive"));
+        }
         let subscription = topics.iter().map(|t| t.to_string()).collect();
         let member = Member::new(config.member.clone(), subscription);
         Ok(GroupConsumer {
             client: Client::new(config.client.clone()),
-            member,
+            member: Arc::new(Mutex::new(member)),
+            background: None,
             coordinator: None,
             origin: time::now(),
             positions: BTreeMap::new(),
@@ -159,24 +336,26 @@ impl GroupConsumer {
     }
 
     fn now_ms(&self) -> i64 {
-        let elapsed = time::now()
-            .saturating_duration_since(self.origin)
-            .as_millis();
-        i64::try_from(elapsed).unwrap_or(i64::MAX)
+        ms_since(self.origin)
+    }
+
+    fn member(&self) -> MutexGuard<'_, Member> {
+        lock(&self.member)
     }
 
     /// The partitions the group gave this member.
     pub fn assignment(&self) -> Vec<TopicPartition> {
-        flatten(self.member.owned())
+        flatten(self.member().owned())
     }
 
-    pub fn member_id(&self) -> &str {
-        self.member.member_id()
+    /// The id the coordinator gave this member (empty before it joined).
+    pub fn member_id(&self) -> String {
+        self.member().member_id().to_owned()
     }
 
     /// Whether the member is in a stable generation.
     pub fn is_stable(&self) -> bool {
-        self.member.state() == MemberState::Stable
+        self.member().state() == MemberState::Stable
     }
 
     /// The next offset this member will consume of a partition it owns.
@@ -234,7 +413,7 @@ impl GroupConsumer {
     async fn drive_group(&mut self) -> Result<(), ClientError> {
         for _ in 0..GROUP_STEPS_MAX {
             let now_ms = self.now_ms();
-            let ready = self.member.ready(now_ms);
+            let ready = self.member().ready(now_ms);
             let idle = ready.events.is_empty() && ready.request.is_none();
             for event in ready.events {
                 self.on_event(event).await?;
@@ -285,12 +464,12 @@ impl GroupConsumer {
                     Err(e) if e.is_retriable() => {
                         tracing::warn!("metadata for the assignment failed: {e}");
                         let now_ms = self.now_ms();
-                        self.member.metadata_failed(now_ms);
+                        self.member().metadata_failed(now_ms);
                         return Ok(());
                     }
                     Err(e) => return Err(e),
                 };
-                self.member.metadata(counts);
+                self.member().metadata(counts);
             }
             Event::Fatal(code) => {
                 return Err(ClientError::Group {
@@ -324,7 +503,7 @@ impl GroupConsumer {
                     .await;
                 r.map(|response| {
                     let now_ms = self.now_ms();
-                    self.member.joined(now_ms, response);
+                    self.member().joined(now_ms, response);
                 })
             }
             Request::Sync(sync) => {
@@ -333,7 +512,7 @@ impl GroupConsumer {
                     .await;
                 r.map(|response| {
                     let now_ms = self.now_ms();
-                    self.member.synced(now_ms, response);
+                    self.member().synced(now_ms, response);
                 })
             }
             Request::Heartbeat(heartbeat) => {
@@ -342,7 +521,7 @@ impl GroupConsumer {
                     .await;
                 r.map(|response| {
                     let now_ms = self.now_ms();
-                    self.member.heartbeat_answered(now_ms, response);
+                    self.member().heartbeat_answered(now_ms, response);
                 })
             }
         };
@@ -352,7 +531,7 @@ impl GroupConsumer {
                 tracing::debug!("group request failed, retrying: {e}");
                 self.coordinator = None;
                 let now_ms = self.now_ms();
-                self.member.request_failed(now_ms);
+                self.member().request_failed(now_ms);
                 Ok(())
             }
             Err(e) => Err(e),
@@ -368,11 +547,7 @@ impl GroupConsumer {
         timeout_ms: u64,
     ) -> Result<Resp, ClientError> {
         let conn = self.coordinator().await?;
-        let version = conn.version_for(Req::API_KEY)?;
-        let response: Resp = conn
-            .send_with_timeout(Req::API_KEY, version, request, timeout_ms)
-            .await?;
-        Ok(response)
+        call_on(conn, request, timeout_ms).await
     }
 
     /// Starts newly owned partitions at their committed offsets, else per
@@ -431,10 +606,13 @@ impl GroupConsumer {
         if offsets.is_empty() {
             return Ok(());
         }
-        let Some((generation_id, member_id)) = self.member.generation() else {
+        let generation = self
+            .member()
+            .generation()
+            .map(|(id, member_id)| (id, member_id.to_owned()));
+        let Some((generation_id, member_id)) = generation else {
             return Ok(());
         };
-        let member_id = member_id.to_owned();
         let group = self.config.member.group_id.clone();
         let instance = self.config.member.group_instance_id.clone();
         let committer = Committer {
@@ -469,7 +647,7 @@ impl GroupConsumer {
             None => Ok(()),
             Some(code) => {
                 let now_ms = self.now_ms();
-                self.member.generation_refused(now_ms, code);
+                self.member().generation_refused(now_ms, code);
                 Err(ClientError::Group {
                     group,
                     api: "OffsetCommit",
@@ -489,6 +667,19 @@ impl GroupConsumer {
     /// the records at or past each position, in offset order per partition.
     pub async fn poll(&mut self) -> Result<Vec<GroupRecord>, ClientError> {
         self.polling = true;
+        let now_ms = self.now_ms();
+        self.member().poll_started(now_ms);
+        let _guard = PollGuard {
+            member: Arc::clone(&self.member),
+            origin: self.origin,
+        };
+        if self.background.is_none() {
+            self.background = Some(task::spawn(background(
+                Arc::clone(&self.member),
+                self.config.client.clone(),
+                self.origin,
+            )));
+        }
         let result = self.poll_once().await;
         self.polling = false;
         result
@@ -504,9 +695,8 @@ impl GroupConsumer {
         }
         if self.positions.is_empty() || !self.is_stable() {
             // Nothing to fetch: wait a little for the group instead of spinning.
-            let wait_ms = self
-                .member
-                .next_deadline_ms()
+            let next_deadline_ms = self.member().next_deadline_ms();
+            let wait_ms = next_deadline_ms
                 .map_or(self.config.client.retry_backoff_ms, |at| {
                     u64::try_from(at.saturating_sub(self.now_ms())).unwrap_or(0)
                 })
@@ -659,6 +849,9 @@ impl GroupConsumer {
     /// Commits (with auto-commit), revokes everything and leaves the group (a static member
     /// does not leave: its partitions wait for it within its session timeout).
     pub async fn close(mut self) -> Result<(), ClientError> {
+        if let Some(background) = self.background.take() {
+            background.abort();
+        }
         if self.polling {
             self.coordinator = None;
             self.client.reset();
@@ -668,7 +861,7 @@ impl GroupConsumer {
                 tracing::warn!("the final commit failed: {e}");
             }
         }
-        let (_, leave) = self.member.leave();
+        let (_, leave) = self.member().leave();
         if let Some(leave) = leave {
             if let Err(e) = self.leave_group(leave).await {
                 tracing::warn!("LeaveGroup failed: {e}");
@@ -677,30 +870,17 @@ impl GroupConsumer {
         Ok(())
     }
 
-    /// LeaveGroup in the negotiated version's shape: one member id before v3, a batch of
-    /// members from v3 (KIP-345).
-    async fn leave_group(&mut self, mut leave: LeaveGroupRequest) -> Result<(), ClientError> {
+    async fn leave_group(&mut self, leave: LeaveGroupRequest) -> Result<(), ClientError> {
         let timeout_ms = self.config.client.request_timeout_ms;
         let conn = self.coordinator().await?;
-        let version = conn.version_for(LeaveGroupRequest::API_KEY)?;
-        if version >= LEAVE_GROUP_BATCH_VERSION_MIN {
-            leave.member_id = String::new();
-        } else {
-            leave.members.clear();
-        }
-        let response: LeaveGroupResponse = conn
-            .send_with_timeout(LeaveGroupRequest::API_KEY, version, &leave, timeout_ms)
-            .await?;
-        let code = std::iter::once(response.error_code)
-            .chain(response.members.iter().map(|m| m.error_code))
-            .find(|&c| c != 0);
-        match code {
-            None => Ok(()),
-            Some(code) => Err(ClientError::Group {
-                group: self.config.member.group_id.clone(),
-                api: "LeaveGroup",
-                code: ErrorCode(code),
-            }),
+        leave_group_on(conn, leave, timeout_ms).await
+    }
+}
+
+impl Drop for GroupConsumer {
+    fn drop(&mut self) {
+        if let Some(background) = self.background.take() {
+            background.abort();
         }
     }
 }

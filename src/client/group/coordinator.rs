@@ -84,8 +84,9 @@ impl Client {
 
     /// A new connection to `addr` with this client's limits and id, apart from the
     /// client's own (a group member's coordinator connection fails and is replaced on its
-    /// own).
-    pub async fn connect(&self, addr: &str) -> Result<Connection, ClientError> {
+    /// own). It takes `&mut self` so that its future is `Send` (a `Client` is not `Sync`
+    /// under `sim`) and may run in a spawned task.
+    pub async fn connect(&mut self, addr: &str) -> Result<Connection, ClientError> {
         Connection::connect(addr, &self.config().client_id, self.limits()).await
     }
 }

@@ -290,6 +290,11 @@ impl Member {
         &self.owned
     }
 
+    /// Whether [`Member::leave`] ended this member.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
     pub fn config(&self) -> &MemberConfig {
         &self.config
     }
