@@ -35,6 +35,10 @@
 //! snapshots below the new start go with the segments (the newest one is kept).
 
 pub mod cleaner;
+pub mod leader_epoch;
+// Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
+#[cfg(all(test, not(feature = "sim")))]
+mod leader_epoch_tests;
 // Unit tests on tokio and the in-memory disk; the sim build runs the simulation instead.
 #[cfg(all(test, not(feature = "sim")))]
 mod cleaner_tests;
@@ -61,6 +65,7 @@ use crate::rt::disk::{join, Disk, File};
 use crate::rt::fault::FaultPoint;
 use crate::rt::time;
 use bytes::Bytes;
+use leader_epoch::{EpochEnd, EpochEntry, LeaderEpochCache};
 use producer_state::{Prepared, ProducerBatch, ProducerStateError, ProducerStateMap};
 use segment::Segment;
 use std::collections::BTreeMap;
@@ -76,6 +81,14 @@ pub const LOG_START_OFFSET_FILE: &str = "log-start-offset-checkpoint";
 /// Name of the marker a clean shutdown leaves in a log directory (Kafka's name).
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 
+/// A batch's first bytes that an append rewrites: base offset (0..8), batch length (8..12,
+/// copied) and partition leader epoch (12..16). All lie before the CRC'd part (from the
+/// attributes, byte 21), so the stored batch stays valid.
+const BATCH_PREFIX_LEN: usize = 16;
+const PARTITION_LEADER_EPOCH_AT: usize = 12;
+const _: () = assert!(BATCH_PREFIX_LEN <= record_batch::BATCH_HEADER_LEN);
+const _: () = assert!(BASE_OFFSET_LEN + 4 == PARTITION_LEADER_EPOCH_AT);
+
 /// Segment sizes are bounded by the 32-bit positions of the offset index.
 pub const SEGMENT_BYTES_MAX: u64 = i32::MAX as u64;
 /// Below this a segment could not hold a single batch header.
@@ -89,6 +102,23 @@ pub enum FlushPolicy {
     /// Acknowledge once written to the page cache; sync after `flush_messages` records or
     /// `flush_ms` milliseconds (Kafka's `flush.messages` / `flush.ms`).
     PageCache { flush_messages: u64, flush_ms: u64 },
+}
+
+/// Who appends, which decides the offsets and the leader epochs of the batches (Kafka's
+/// `AppendOrigin` with its `assignOffsets` flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendMode {
+    /// A client's batches on a single node: offsets assigned, epochs left as sent and not
+    /// recorded (a client's `partitionLeaderEpoch` is not the log's to trust).
+    Client,
+    /// The leader of `epoch`: offsets assigned and every batch stamped with the epoch,
+    /// which the leader-epoch cache records where it begins.
+    Leader { epoch: i32 },
+    /// A follower copying the leader's batches: offsets and epochs kept as the leader wrote
+    /// them. The first batch must start at the log end and each must follow the one before;
+    /// epochs may not go below the log's latest. Producer state replays the batches without
+    /// the client checks, as recovery does.
+    Replica,
 }
 
 /// Per-log settings, named after Kafka's topic configs.
@@ -235,6 +265,19 @@ pub enum LogError {
     Producer(ProducerStateError),
     /// A log cleaner pass stopped for shutdown before changing anything.
     Aborted,
+    /// A replica's append does not start at the log end or its batches do not follow each
+    /// other (Kafka's UnexpectedAppendOffsetException).
+    UnexpectedAppendOffset {
+        expected: i64,
+        found: i64,
+    },
+    /// A batch's leader epoch is below an epoch the log already holds: epochs never
+    /// decrease along a log.
+    EpochOutOfOrder {
+        offset: i64,
+        epoch: i32,
+        latest_epoch: i32,
+    },
 }
 
 impl LogError {
@@ -281,6 +324,19 @@ impl std::fmt::Display for LogError {
             LogError::Config(why) => write!(f, "invalid log config: {why}"),
             LogError::Producer(e) => write!(f, "{e}"),
             LogError::Aborted => write!(f, "log cleaner pass stopped for shutdown"),
+            LogError::UnexpectedAppendOffset { expected, found } => write!(
+                f,
+                "a replica's batch at offset {found} where the log expects offset {expected}"
+            ),
+            LogError::EpochOutOfOrder {
+                offset,
+                epoch,
+                latest_epoch,
+            } => write!(
+                f,
+                "the batch at offset {offset} has leader epoch {epoch}, below the log's \
+                 latest epoch {latest_epoch}"
+            ),
         }
     }
 }
@@ -448,6 +504,10 @@ struct State {
     producers: ProducerStateMap,
     /// The log cleaner's checkpoint as last written ([`cleaner`]).
     cleaner: cleaner::CleanerCheckpoint,
+    /// The leader epochs of the log ([`leader_epoch`]); the checkpoint file holds at least
+    /// these, perhaps with entries below the log start or at and past the log end, which the
+    /// next open trims.
+    epochs: LeaderEpochCache,
 }
 
 impl State {
@@ -562,6 +622,12 @@ impl Log {
         )
         .await?;
         producers.remove_expired(clock.now_ms(), config.producer_id_expiration_ms);
+        // The checkpoint may name epochs a crash cut off (it is written before the batch
+        // that starts an epoch) and epochs below the log start (not rewritten when
+        // retention advances it).
+        let mut epochs = leader_epoch::load(&disk, dir).await?;
+        epochs.truncate_from_end(report.log_end_offset);
+        epochs.truncate_from_start(log_start_offset);
         let now = time::now();
         let state = State {
             log_start_offset,
@@ -581,6 +647,7 @@ impl Log {
             truncations: 0,
             producers,
             cleaner: report.cleaner,
+            epochs,
         };
         state.check_invariants();
         let log = Log {
@@ -651,11 +718,43 @@ impl Log {
         self.acknowledge(pending).await
     }
 
+    /// [`Log::append`] by the leader of `leader_epoch` ([`AppendMode::Leader`]).
+    pub async fn append_as_leader(
+        &self,
+        records: Bytes,
+        leader_epoch: i32,
+    ) -> Result<AppendInfo, LogError> {
+        let pending = self
+            .append_in_mode(
+                records,
+                AppendMode::Leader {
+                    epoch: leader_epoch,
+                },
+            )
+            .await?;
+        self.acknowledge(pending).await
+    }
+
+    /// [`Log::append`] of a leader's batches by a follower ([`AppendMode::Replica`]).
+    pub async fn append_as_follower(&self, records: Bytes) -> Result<AppendInfo, LogError> {
+        let pending = self.append_in_mode(records, AppendMode::Replica).await?;
+        self.acknowledge(pending).await
+    }
+
     /// The first half of [`Log::append`]: validates the batches, assigns their offsets and
     /// writes them, without waiting for the flush policy. A connection uses it so that the
     /// requests it pipelines are appended in the order they arrived while their syncs are
     /// shared (group commit); [`Log::acknowledge`] is the second half.
     pub async fn append_unacknowledged(&self, records: Bytes) -> Result<PendingAppend, LogError> {
+        self.append_in_mode(records, AppendMode::Client).await
+    }
+
+    /// [`Log::append_unacknowledged`] in any [`AppendMode`].
+    pub async fn append_in_mode(
+        &self,
+        records: Bytes,
+        mode: AppendMode,
+    ) -> Result<PendingAppend, LogError> {
         // Validate before taking any lock: a bad batch never reaches the disk.
         let mut headers = Vec::new();
         for item in record_batch::batches(records.clone()) {
@@ -663,7 +762,7 @@ impl Log {
             record_batch::verify(&batch).map_err(LogError::InvalidBatch)?;
             headers.push(header);
         }
-        self.append_checked(records, headers).await
+        self.append_checked(records, headers, mode).await
     }
 
     /// [`Log::append_unacknowledged`] for a batch the produce validator accepted: its CRC was
@@ -675,7 +774,7 @@ impl Log {
     ) -> Result<PendingAppend, LogError> {
         let header =
             record_batch::BatchHeader::parse(&batch.records).map_err(LogError::InvalidBatch)?;
-        self.append_checked(batch.records.clone(), vec![header])
+        self.append_checked(batch.records.clone(), vec![header], AppendMode::Client)
             .await
     }
 
@@ -685,6 +784,7 @@ impl Log {
         &self,
         records: Bytes,
         mut headers: Vec<record_batch::BatchHeader>,
+        mode: AppendMode,
     ) -> Result<PendingAppend, LogError> {
         if headers.is_empty() {
             return Err(LogError::InvalidBatch(BatchError::Truncated {
@@ -701,7 +801,7 @@ impl Log {
         let records_count: u64 = headers.iter().map(|h| h.records_count.max(0) as u64).sum();
         // `records` is often a slice of a request frame shared with the rest of the request;
         // it is written as it is, with only the base offsets patched on the way (see append_to).
-        let (info, duplicate) = self.append_locked(&records, &mut headers).await?;
+        let (info, duplicate) = self.append_locked(&records, &mut headers, mode).await?;
         Ok(PendingAppend {
             info,
             records_count: if duplicate { 0 } else { records_count },
@@ -737,10 +837,11 @@ impl Log {
         &self,
         records: &[u8],
         headers: &mut [record_batch::BatchHeader],
+        mode: AppendMode,
     ) -> Result<(AppendInfo, bool), LogError> {
         let mut state = self.state.lock().await;
         state.online()?;
-        let result = self.append_to(&mut state, records, headers).await;
+        let result = self.append_to(&mut state, records, headers, mode).await;
         if let Err(err) = &result {
             state.offline_after(&self.dir, err);
         }
@@ -752,6 +853,7 @@ impl Log {
         state: &mut State,
         records: &[u8],
         headers: &mut [record_batch::BatchHeader],
+        mode: AppendMode,
     ) -> Result<(AppendInfo, bool), LogError> {
         let now_ms = self.clock.now_ms();
         let total = records.len() as u64;
@@ -760,6 +862,48 @@ impl Log {
             .iter()
             .map(|h| i64::from(h.last_offset_delta) + 1)
             .sum();
+        // Place the batches and settle their epochs before anything is written: a refused
+        // append leaves no trace.
+        let mut next = base_offset;
+        let mut latest_epoch = state.epochs.latest_epoch().unwrap_or(-1);
+        // A copy of the cache only when this append starts an epoch (rare next to appends).
+        let mut epochs: Option<LeaderEpochCache> = None;
+        for header in headers.iter_mut() {
+            match mode {
+                AppendMode::Client => {}
+                AppendMode::Leader { epoch } => {
+                    assert!(epoch >= 0, "a leader with a negative epoch");
+                    header.partition_leader_epoch = epoch;
+                }
+                AppendMode::Replica => {
+                    if header.base_offset != next {
+                        return Err(LogError::UnexpectedAppendOffset {
+                            expected: next,
+                            found: header.base_offset,
+                        });
+                    }
+                }
+            }
+            if mode != AppendMode::Client {
+                if header.partition_leader_epoch < latest_epoch {
+                    return Err(LogError::EpochOutOfOrder {
+                        offset: next,
+                        epoch: header.partition_leader_epoch,
+                        latest_epoch,
+                    });
+                }
+                latest_epoch = header.partition_leader_epoch;
+                let current = epochs.as_ref().unwrap_or(&state.epochs);
+                if current.is_update_needed(latest_epoch, next) {
+                    epochs
+                        .get_or_insert_with(|| state.epochs.clone())
+                        .assign(latest_epoch, next);
+                }
+            }
+            let mut placed = *header;
+            placed.base_offset = next;
+            next = placed.next_offset();
+        }
         // Check the idempotent producers' batches with the offsets they are about to get,
         // before anything is written: a refused or duplicate append leaves no trace.
         let mut producer_batches = Vec::new();
@@ -770,27 +914,35 @@ impl Log {
             next = placed.next_offset();
             producer_batches.extend(ProducerBatch::from_header(&placed));
         }
-        let producer_update = if producer_batches.is_empty() || !self.config.producer_state_checks {
-            None
-        } else {
-            match state
-                .producers
-                .prepare(&producer_batches)
-                .map_err(LogError::Producer)?
-            {
-                Prepared::Duplicate(original) => {
-                    let info = AppendInfo {
-                        base_offset: original.first_offset,
-                        last_offset: original.last_offset,
-                        max_timestamp: original.max_timestamp,
-                    };
-                    return Ok((info, true));
+        let replica = mode == AppendMode::Replica;
+        let producer_update =
+            if producer_batches.is_empty() || !self.config.producer_state_checks || replica {
+                None
+            } else {
+                match state
+                    .producers
+                    .prepare(&producer_batches)
+                    .map_err(LogError::Producer)?
+                {
+                    Prepared::Duplicate(original) => {
+                        let info = AppendInfo {
+                            base_offset: original.first_offset,
+                            last_offset: original.last_offset,
+                            max_timestamp: original.max_timestamp,
+                        };
+                        return Ok((info, true));
+                    }
+                    Prepared::Append(update) => Some(update),
                 }
-                Prepared::Append(update) => Some(update),
-            }
-        };
+            };
         if self.should_roll(state.active(), total, base_offset + count, now_ms) {
             self.roll(state, base_offset).await?;
+        }
+        // A new epoch is checkpointed before its first batch is written, so the file names
+        // every epoch of the durable log (see `leader_epoch`).
+        if let Some(epochs) = epochs {
+            leader_epoch::write(&self.disk, &self.dir, &epochs).await?;
+            state.epochs = epochs;
         }
         // Assign offsets on the way to the file: each batch is written as its new base offset
         // (bytes 0..8) followed by the rest of its bytes as received, in one vectored write.
@@ -800,22 +952,30 @@ impl Log {
         // request frame, shared).
         let mut next = base_offset;
         let mut max_timestamp = -1;
-        let mut base_offsets: Vec<[u8; BASE_OFFSET_LEN]> = Vec::with_capacity(headers.len());
+        // The partition leader epoch (bytes 12..16) lies outside the CRC too; the prefix
+        // carries the base offset, the batch length as received and the epoch.
+        let mut prefixes: Vec<[u8; BATCH_PREFIX_LEN]> = Vec::with_capacity(headers.len());
         for header in headers.iter_mut() {
             header.base_offset = next;
-            base_offsets.push(next.to_be_bytes());
+            let mut prefix = [0u8; BATCH_PREFIX_LEN];
+            prefix[..BASE_OFFSET_LEN].copy_from_slice(&next.to_be_bytes());
+            prefix[BASE_OFFSET_LEN..PARTITION_LEADER_EPOCH_AT]
+                .copy_from_slice(&header.batch_length.to_be_bytes());
+            prefix[PARTITION_LEADER_EPOCH_AT..]
+                .copy_from_slice(&header.partition_leader_epoch.to_be_bytes());
+            prefixes.push(prefix);
             next = header.next_offset();
             max_timestamp = max_timestamp.max(header.max_timestamp);
         }
         let mut parts: Vec<&[u8]> = Vec::with_capacity(2 * headers.len());
         let mut position = 0usize;
-        for (header, offset) in headers.iter().zip(&base_offsets) {
+        for (header, prefix) in headers.iter().zip(&prefixes) {
             let end = position + header.total_len();
             // Validation parsed every batch from `records`, so each lies wholly inside it.
             let rest = records
-                .get(position + BASE_OFFSET_LEN..end)
+                .get(position + BATCH_PREFIX_LEN..end)
                 .expect("validated batches lie inside the appended records");
-            parts.push(offset);
+            parts.push(prefix);
             parts.push(rest);
             position = end;
         }
@@ -846,6 +1006,12 @@ impl Log {
         self.log_end_offset.store(next, Ordering::Release);
         match producer_update {
             Some(update) => state.producers.apply(update, next),
+            None if replica && self.config.producer_state_checks => {
+                for batch in &producer_batches {
+                    state.producers.replay(batch);
+                }
+                state.producers.advance_to(next);
+            }
             None => state.producers.advance_to(next),
         }
         state.check_invariants();
@@ -1331,6 +1497,9 @@ impl Log {
                     return Err(LogError::Truncated { offset: target });
                 }
                 state.log_start_offset = target;
+                // In memory only: entries below the start in the file are harmless and
+                // trimmed at the next open.
+                state.epochs.truncate_from_start(target);
             }
             let start = state.log_start_offset;
             let mut doomed_bases = Vec::new();
@@ -1512,6 +1681,11 @@ impl Log {
         state
             .producers
             .remove_expired(self.clock.now_ms(), self.config.producer_id_expiration_ms);
+        // After the cut, so a crash before this write leaves entries past the end, which
+        // the next open trims (see `leader_epoch`).
+        if state.epochs.truncate_from_end(new_end) {
+            leader_epoch::write(&self.disk, &self.dir, &state.epochs).await?;
+        }
         state.log_end_offset = new_end;
         state.durable_end_offset = state.durable_end_offset.min(new_end);
         self.log_end_offset.store(new_end, Ordering::Release);
@@ -1545,6 +1719,28 @@ impl Log {
     }
 
     /// A copy of the producer state (for tests, metrics and DescribeProducers later).
+    /// The latest leader epoch that wrote to the log.
+    pub async fn latest_epoch(&self) -> Option<i32> {
+        self.state.lock().await.epochs.latest_epoch()
+    }
+
+    /// Where `epoch` ends in this log (OffsetForLeaderEpoch, see
+    /// [`LeaderEpochCache::end_offset_for`]).
+    pub async fn end_offset_for_epoch(&self, epoch: i32) -> EpochEnd {
+        let state = self.state.lock().await;
+        state.epochs.end_offset_for(epoch, state.log_end_offset)
+    }
+
+    /// The epoch of the batch holding `offset`, if the log records one.
+    pub async fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.state.lock().await.epochs.epoch_for_offset(offset)
+    }
+
+    /// The leader-epoch cache's entries (for tests and DescribeQuorum-style tools).
+    pub async fn epoch_entries(&self) -> Vec<EpochEntry> {
+        self.state.lock().await.epochs.entries().to_vec()
+    }
+
     pub async fn producer_state(&self) -> ProducerStateMap {
         self.state.lock().await.producers.clone()
     }

@@ -460,7 +460,12 @@ pub fn partition_error_code(
             LogError::Io { .. } | LogError::Offline { .. } | LogError::Corrupt { .. } => {
                 ErrorCode::KAFKA_STORAGE_ERROR
             }
-            LogError::Config(_) | LogError::Aborted => ErrorCode::UNKNOWN_SERVER_ERROR,
+            // A replica's append out of place is the replication code's bug, not the
+            // client's: Kafka answers its OffsetsOutOfOrder the same way.
+            LogError::Config(_)
+            | LogError::Aborted
+            | LogError::UnexpectedAppendOffset { .. }
+            | LogError::EpochOutOfOrder { .. } => ErrorCode::UNKNOWN_SERVER_ERROR,
             LogError::Producer(e) => producer_error_code(e),
         },
     }
