@@ -306,3 +306,39 @@ async fn retention_moves_the_first_epochs_start_and_a_bad_checkpoint_is_named() 
         "{message}"
     );
 }
+
+/// A read plans under the state lock and reads without it: a truncation between the two is
+/// seen by the truncation count, so `Log::read` reads again instead of trusting bytes a cut
+/// may have changed. Here the stale plan's bytes are a new leader's, at the same offsets.
+#[tokio::test]
+async fn a_truncation_between_planning_and_reading_is_detected() {
+    let disk = Disk::mem(MemDisk::new(6));
+    let log = leader_log(&disk).await;
+    let plan = {
+        let state = log.state.lock().await;
+        log.plan_read(&state, 6, i64::MAX).expect("plan")
+    };
+    let cuts = plan.cuts;
+    log.truncate_to(6).await.expect("truncate");
+    log.append_as_leader(batch(4, 9), 5).await.expect("append");
+    assert_ne!(log.cuts.load(Ordering::Acquire), cuts, "the cut is counted");
+    // What the stale plan reads is not what was there when it was planned...
+    let stale = log.run_plan(plan, 1 << 20, true).await;
+    let stale_epochs: Vec<i32> = match &stale {
+        Ok((_, records)) => record_batch::batches(records.clone())
+            .map(|item| item.expect("a batch").0.partition_leader_epoch)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    assert_ne!(stale_epochs, vec![3, 3], "the old batches are gone");
+    // ...and a read after the cut plans afresh and sees the new leader's batch.
+    let read = log.read(6, 1 << 20, i64::MAX).await.expect("read");
+    let epochs: Vec<(i64, i32)> = record_batch::batches(read.records)
+        .map(|item| {
+            let header = item.expect("a batch").0;
+            (header.base_offset, header.partition_leader_epoch)
+        })
+        .collect();
+    assert_eq!(epochs, vec![(6, 5)]);
+    assert_eq!(read.next_offset, 10);
+}

@@ -2,7 +2,11 @@
 //!
 //! A log is a directory of segments (see [`segment`]), a recovery-point checkpoint and, after a
 //! clean shutdown, a clean-shutdown marker. Appends assign offsets in place and store the bytes
-//! as received; reads return whole batches.
+//! as received ([`AppendMode::Client`]); a leader's appends also stamp its epoch, and a
+//! follower's keep the leader's offsets and epochs ([`AppendMode`]); the epochs' start
+//! offsets are kept in the leader-epoch cache ([`leader_epoch`]). Reads return whole batches;
+//! they hold the state lock to plan, not across their disk IO, and a truncation that crosses
+//! one makes it read again ([`Log::read`]).
 //!
 //! Durability. Under [`FlushPolicy::SyncBeforeAck`] (the default) `append` returns only after
 //! its bytes and any new segment's directory entry are synced; concurrent appends share syncs
@@ -23,6 +27,8 @@
 //!   `log_end_offset`: it is checked and updated under the state lock with offset assignment,
 //!   written as a snapshot at each roll and clean close, and rebuilt on open and after a
 //!   truncation ([`producer_snapshot`]);
+//! - along the log, leader epochs never decrease (appends that would are refused), and the
+//!   leader-epoch cache names the first offset of each epoch that wrote to it;
 //! - the log start offset only moves forward, never past the caller's high watermark, and
 //!   the first segment's base offset is at or below it. It is checkpointed durably
 //!   (`log-start-offset-checkpoint`) before any segment below it is unlinked, so a crash at
@@ -67,9 +73,9 @@ use crate::rt::time;
 use bytes::Bytes;
 use leader_epoch::{EpochEnd, EpochEntry, LeaderEpochCache};
 use producer_state::{Prepared, ProducerBatch, ProducerStateError, ProducerStateMap};
-use segment::Segment;
+use segment::{Segment, SegmentReader};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Mutex;
 
@@ -449,7 +455,8 @@ pub struct ReadRegions {
 /// What the lookup shared by [`Log::read`] and [`Log::read_regions`] found: the batches as
 /// (segment base offset, position, length), if any, and the offsets to report.
 struct Located {
-    range: Option<(i64, u64, usize)>,
+    /// The segment, the position and the length of the batches to return.
+    range: Option<(SegmentReader, u64, usize)>,
     next_offset: i64,
     log_start_offset: i64,
     log_end_offset: i64,
@@ -457,7 +464,7 @@ struct Located {
 
 /// Checks every batch's CRC in bytes read from `segment` at `start`, refusing the read at the
 /// first that fails (`verify_crc_on_read`).
-fn verify_batches(segment: &Segment, start: u64, records: &Bytes) -> Result<(), LogError> {
+fn verify_batches(segment: &SegmentReader, start: u64, records: &Bytes) -> Result<(), LogError> {
     let mut at = start;
     for item in record_batch::batches(records.clone()) {
         let verified = item.and_then(|(_, batch)| record_batch::verify(&batch).map(|_| batch));
@@ -600,6 +607,27 @@ pub struct Log {
     retention_lock: Mutex<()>,
     log_end_offset: AtomicI64,
     durable_end_offset: AtomicI64,
+    /// Truncations begun since the log was opened, bumped under the state lock before a
+    /// cut's first change. A read that did its IO without the lock trusts its bytes only if
+    /// this did not move meanwhile.
+    cuts: AtomicU64,
+}
+
+/// Reads that do their IO without the state lock, each checked against the truncation
+/// count, before a read holds the lock throughout (a log truncated under every attempt).
+pub const READ_ATTEMPTS_MAX: u32 = 4;
+
+/// What a read found under the state lock, to do its IO without it.
+struct ReadPlan {
+    offset: i64,
+    /// The segment holding `offset` and, where it may end in a gap (a cleaned segment), the
+    /// later ones a read may move on to.
+    readers: Vec<SegmentReader>,
+    hint: (u64, i64),
+    bound: i64,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    cuts: u64,
 }
 
 impl Log {
@@ -660,6 +688,7 @@ impl Log {
             state: Mutex::new(state),
             sync_lock: Mutex::new(()),
             retention_lock: Mutex::new(()),
+            cuts: AtomicU64::new(0),
         };
         Ok((Arc::new(log), report))
     }
@@ -1175,36 +1204,72 @@ impl Log {
 
     /// Reads whole batches holding offsets from `offset` on, up to about `max_bytes` (but at
     /// least one batch, KIP-74), never returning a batch that ends above `max_offset` (the
-    /// caller's high watermark). Reads come from one segment at a time. The bytes are read
-    /// under the state lock, so no truncation can interleave with the read.
+    /// caller's high watermark). Reads come from one segment at a time.
+    ///
+    /// The state lock is held only to plan the read, not across its disk IO, so reads
+    /// (follower fetches among them) neither wait for one another's IO nor hold up appends.
+    /// A truncation that begins meanwhile could cut the bytes under the read: the read is
+    /// then done again, at most [`READ_ATTEMPTS_MAX`] times, and at last under the lock.
     pub async fn read(
         &self,
         offset: i64,
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<ReadResult, LogError> {
-        let state = self.state.lock().await;
-        let found = self.locate(&state, offset, max_bytes, max_offset).await?;
-        let records = match &found.range {
-            Some((base, start, len)) => {
-                let segment = state
-                    .segments
-                    .get(base)
-                    .expect("locate names a segment of the locked state");
-                let records = segment.read(*start, *len).await?;
-                if self.config.verify_crc_on_read {
-                    verify_batches(segment, *start, &records)?;
-                }
-                records
-            }
-            None => Bytes::new(),
-        };
+        let (found, records) = self.planned(offset, max_offset, max_bytes, true).await?;
         Ok(ReadResult {
             records,
             next_offset: found.next_offset,
             log_start_offset: found.log_start_offset,
             log_end_offset: found.log_end_offset,
         })
+    }
+
+    /// The lookup (and, `with_bytes`, the read) on a plan made under the state lock, done
+    /// without the lock; if a truncation began meanwhile, again (at most
+    /// [`READ_ATTEMPTS_MAX`] times), and then under the lock.
+    async fn planned(
+        &self,
+        offset: i64,
+        max_offset: i64,
+        max_bytes: usize,
+        with_bytes: bool,
+    ) -> Result<(Located, Bytes), LogError> {
+        for _ in 0..READ_ATTEMPTS_MAX {
+            let plan = {
+                let state = self.state.lock().await;
+                self.plan_read(&state, offset, max_offset)?
+            };
+            let cuts = plan.cuts;
+            let result = self.run_plan(plan, max_bytes, with_bytes).await;
+            if self.cuts.load(Ordering::Acquire) == cuts {
+                return result;
+            }
+            tracing::debug!(dir = %self.dir, offset, "a truncation crossed a read; reading again");
+        }
+        let state = self.state.lock().await;
+        let plan = self.plan_read(&state, offset, max_offset)?;
+        self.run_plan(plan, max_bytes, with_bytes).await
+    }
+
+    async fn run_plan(
+        &self,
+        plan: ReadPlan,
+        max_bytes: usize,
+        with_bytes: bool,
+    ) -> Result<(Located, Bytes), LogError> {
+        let found = self.locate(plan, max_bytes).await?;
+        let records = match &found.range {
+            Some((segment, start, len)) if with_bytes => {
+                let records = segment.read(*start, *len).await?;
+                if self.config.verify_crc_on_read {
+                    verify_batches(segment, *start, &records)?;
+                }
+                records
+            }
+            _ => Bytes::new(),
+        };
+        Ok((found, records))
     }
 
     /// [`Log::read`] without reading: the same batches (same boundaries, KIP-74 and
@@ -1228,17 +1293,14 @@ impl Log {
         max_bytes: usize,
         max_offset: i64,
     ) -> Result<ReadRegions, LogError> {
-        let state = self.state.lock().await;
-        let found = self.locate(&state, offset, max_bytes, max_offset).await?;
+        // As `read`: the lookup's header reads run without the state lock, and are redone if
+        // a truncation crossed them.
+        let (found, _) = self.planned(offset, max_offset, max_bytes, false).await?;
         let mut regions = Vec::new();
         let mut total_len = 0;
-        if let Some((base, position, len)) = found.range {
-            let segment = state
-                .segments
-                .get(&base)
-                .expect("locate names a segment of the locked state");
+        if let Some((segment, position, len)) = found.range {
             regions.push(FileRegion {
-                file: segment.log.clone(),
+                file: segment.log,
                 position,
                 len,
             });
@@ -1255,53 +1317,95 @@ impl Log {
 
     /// The lookup behind [`Log::read`] and [`Log::read_regions`]: the byte range of whole
     /// batches to return, and the offsets to report.
-    async fn locate(
-        &self,
-        state: &State,
-        offset: i64,
-        max_bytes: usize,
-        max_offset: i64,
-    ) -> Result<Located, LogError> {
+    /// The part of a read's lookup done under the state lock, without IO: the range checks,
+    /// and readers of the segments the read may touch. `Err(Located)` is a read that
+    /// returns nothing.
+    fn plan_read(&self, state: &State, offset: i64, max_offset: i64) -> Result<ReadPlan, LogError> {
         state.online()?;
-        let out_of_range = || LogError::OffsetOutOfRange {
-            offset,
-            log_start_offset: state.log_start_offset,
-            log_end_offset: state.log_end_offset,
-        };
         if offset < state.log_start_offset || offset > state.log_end_offset {
-            return Err(out_of_range());
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: state.log_start_offset,
+                log_end_offset: state.log_end_offset,
+            });
         }
         let bound = max_offset.min(state.log_end_offset);
+        let mut readers = Vec::new();
+        if offset < bound {
+            let mut later = state
+                .segments
+                .range(..=offset)
+                .next_back()
+                .into_iter()
+                .chain(state.segments.range(offset + 1..));
+            for (_, segment) in later.by_ref() {
+                readers.push(segment.reader());
+                if !segment.gaps {
+                    break;
+                }
+            }
+        }
+        let hint = match state.segments.range(..=offset).next_back() {
+            Some((_, segment)) => segment.index_hint(offset),
+            None => (0, offset),
+        };
+        Ok(ReadPlan {
+            offset,
+            readers,
+            hint,
+            bound,
+            log_start_offset: state.log_start_offset,
+            log_end_offset: state.log_end_offset,
+            cuts: self.cuts.load(Ordering::Acquire),
+        })
+    }
+
+    /// The lookup behind [`Log::read`] and [`Log::read_regions`], on a plan and without the
+    /// state lock: the byte range of whole batches to return, and the offsets to report.
+    async fn locate(&self, plan: ReadPlan, max_bytes: usize) -> Result<Located, LogError> {
+        let ReadPlan {
+            offset,
+            readers,
+            hint,
+            bound,
+            log_start_offset,
+            log_end_offset,
+            ..
+        } = plan;
         let mut found = Located {
             range: None,
             next_offset: offset,
-            log_start_offset: state.log_start_offset,
-            log_end_offset: state.log_end_offset,
+            log_start_offset,
+            log_end_offset,
         };
         if offset >= bound {
             return Ok(found);
         }
-        let Some((mut base, mut segment)) = state
-            .segments
-            .range(..=offset)
-            .next_back()
-            .map(|(base, segment)| (*base, segment))
-        else {
-            return Err(out_of_range());
+        let mut readers = readers.into_iter();
+        let Some(mut segment) = readers.next() else {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            });
         };
         // Find the batch holding `offset` (or, in a compacted log, the first batch after it),
         // starting from the index's hint.
-        let mut found_batch = segment.seek(offset, |h| h.next_offset() > offset).await?;
+        let mut found_batch = segment
+            .seek_from(hint, |h| h.next_offset() > offset)
+            .await?;
         // A cleaned segment may end below the next one's base: an offset in that gap is read
         // from the next segment that holds a batch.
         while found_batch.is_none() && segment.gaps {
-            let Some((&next_base, next)) = state.segments.range(base + 1..).next() else {
+            let Some(next) = readers.next() else {
                 break;
             };
-            base = next_base;
             segment = next;
             // Every batch of a later segment lies above `offset`: its first one is the answer.
-            found_batch = segment.seek(base, |h| h.next_offset() > offset).await?;
+            let start = (0, segment.base_offset);
+            found_batch = segment
+                .seek_from(start, |h| h.next_offset() > offset)
+                .await?;
         }
         let Some((position, first)) = found_batch else {
             return Err(segment.corrupt(
@@ -1309,7 +1413,7 @@ impl Log {
                 format!("offset {offset} not found before the end of the segment"),
             ));
         };
-        if first.next_offset() > state.log_end_offset {
+        if first.next_offset() > log_end_offset {
             // Batches end exactly at the log end; one that claims to end beyond it has a
             // damaged header. Refuse it rather than report "nothing yet" forever.
             let err = segment.corrupt(
@@ -1318,7 +1422,7 @@ impl Log {
                     "batch at offset {} claims to end at {}, beyond the log end {}",
                     first.base_offset,
                     first.next_offset(),
-                    state.log_end_offset
+                    log_end_offset
                 ),
             );
             tracing::error!(error = %err, "refusing to serve corrupt batch");
@@ -1346,7 +1450,7 @@ impl Log {
         }
         let len = usize::try_from(end - start)
             .map_err(|_| segment.corrupt(start, format!("a read of {} bytes", end - start)))?;
-        found.range = Some((base, start, len));
+        found.range = Some((segment, start, len));
         found.next_offset = next_offset;
         Ok(found)
     }
@@ -1620,6 +1724,9 @@ impl Log {
         recovery::write_checkpoint(&self.disk, &self.dir, recovery_point).await?;
         state.recovery_point = recovery_point;
         state.truncations += 1;
+        // Before the cut's first change: a read that did its IO without the lock sees this
+        // and reads again.
+        self.cuts.fetch_add(1, Ordering::AcqRel);
         let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
         for b in doomed {
             if let Some(seg) = state.segments.remove(&b) {

@@ -223,25 +223,55 @@ impl Segment {
         u32::try_from(rel).unwrap_or(u32::MAX)
     }
 
-    /// Reads and parses the batch header at `position`.
-    pub async fn read_header(&self, position: u64) -> Result<BatchHeader, LogError> {
-        let bytes = self
-            .log
-            .read_at(position, BATCH_HEADER_LEN)
-            .await
-            .map_err(|e| LogError::io("read", self.log.path(), e))?;
-        let header =
-            BatchHeader::parse(&bytes).map_err(|e| self.corrupt(position, e.to_string()))?;
-        if position + header.total_len() as u64 > self.size {
-            return Err(self.corrupt(
-                position,
-                format!(
-                    "batch of {} bytes runs past the end of the segment",
-                    header.total_len()
-                ),
-            ));
+    /// A reader of the segment as it is now ([`SegmentReader`]).
+    pub fn reader(&self) -> SegmentReader {
+        SegmentReader {
+            base_offset: self.base_offset,
+            size: self.size,
+            gaps: self.gaps,
+            log: self.log.clone(),
         }
-        Ok(header)
+    }
+
+    /// Reads and parses the batch header at `position` ([`SegmentReader::read_header`]).
+    pub async fn read_header(&self, position: u64) -> Result<BatchHeader, LogError> {
+        self.reader().read_header(position).await
+    }
+
+    /// [`SegmentReader::read_header_expecting`].
+    pub async fn read_header_expecting(
+        &self,
+        position: u64,
+        expected: i64,
+        gaps_allowed: bool,
+    ) -> Result<BatchHeader, LogError> {
+        self.reader()
+            .read_header_expecting(position, expected, gaps_allowed)
+            .await
+    }
+
+    /// Walks the batches from the index's hint for `from_offset` until `found` accepts one
+    /// ([`SegmentReader::seek_from`]).
+    pub async fn seek(
+        &self,
+        from_offset: i64,
+        found: impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        let hint = self.index_hint(from_offset);
+        self.reader().seek_from(hint, found).await
+    }
+
+    pub fn corrupt(&self, position: u64, reason: String) -> LogError {
+        LogError::Corrupt {
+            segment: self.log.path().to_string(),
+            position,
+            reason,
+        }
+    }
+
+    /// Reads `len` bytes at `position`.
+    pub async fn read(&self, position: u64, len: usize) -> Result<Bytes, LogError> {
+        self.reader().read(position, len).await
     }
 
     /// Where a walk to `offset` starts: the position and base offset of the last indexed batch
@@ -253,80 +283,6 @@ impl Segment {
                 self.base_offset + i64::from(e.relative_offset),
             ),
             None => (0, self.base_offset),
-        }
-    }
-
-    /// [`Segment::read_header`], checking that the batch starts at offset `expected` (or, with
-    /// `gaps_allowed`, at or above it). The base offset is outside the CRC, so continuing the
-    /// previous batch is its only check.
-    pub async fn read_header_expecting(
-        &self,
-        position: u64,
-        expected: i64,
-        gaps_allowed: bool,
-    ) -> Result<BatchHeader, LogError> {
-        let header = self.read_header(position).await?;
-        if !continues(gaps_allowed, header.base_offset, expected) {
-            return Err(self.corrupt(
-                position,
-                format!(
-                    "batch base offset {} where {expected} was expected",
-                    header.base_offset
-                ),
-            ));
-        }
-        Ok(header)
-    }
-
-    /// Walks the batches from the index's hint for `from_offset` until `found` accepts one, and
-    /// returns its position and header; `None` if the segment ends first. The index is only
-    /// a hint: if the walk from a hinted position meets a batch that does not fit, the walk is
-    /// redone from the start of the segment, and only a failure there is corruption.
-    pub async fn seek(
-        &self,
-        from_offset: i64,
-        found: impl Fn(&BatchHeader) -> bool,
-    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        let hint = self.index_hint(from_offset);
-        match self.walk(hint, &found).await {
-            Err(LogError::Corrupt { reason, .. }) if hint.0 > 0 => {
-                tracing::warn!(
-                    segment = %self.log.path(), hint = hint.0, reason,
-                    "offset index hint is wrong; walking the segment from its start"
-                );
-                self.walk((0, self.base_offset), &found).await
-            }
-            result => result,
-        }
-    }
-
-    async fn walk(
-        &self,
-        (mut position, mut expected): (u64, i64),
-        found: &impl Fn(&BatchHeader) -> bool,
-    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
-        // An index entry names its batch's exact base offset; only the start of a segment
-        // with gaps, and every batch after the first, may begin above what is expected.
-        let mut gaps_allowed = self.gaps && position == 0;
-        while position < self.size {
-            let header = self
-                .read_header_expecting(position, expected, gaps_allowed)
-                .await?;
-            gaps_allowed = self.gaps;
-            if found(&header) {
-                return Ok(Some((position, header)));
-            }
-            position += header.total_len() as u64;
-            expected = header.next_offset();
-        }
-        Ok(None)
-    }
-
-    pub fn corrupt(&self, position: u64, reason: String) -> LogError {
-        LogError::Corrupt {
-            segment: self.log.path().to_string(),
-            position,
-            reason,
         }
     }
 
@@ -634,6 +590,114 @@ impl Segment {
         self.max_timestamp = max_timestamp;
         self.bytes_since_index = since_index;
         Ok(())
+    }
+}
+
+/// What a read needs of a segment, taken under the log's state lock and used without it:
+/// the file handle (which keeps a removed or replaced file readable) and the segment's size
+/// at that moment (appends after it are not seen). A truncation can still cut the file
+/// under it; the log detects that by its truncation count and reads again.
+#[derive(Clone, Debug)]
+pub struct SegmentReader {
+    pub base_offset: i64,
+    pub size: u64,
+    pub gaps: bool,
+    pub log: File,
+}
+
+impl SegmentReader {
+    /// Reads and parses the batch header at `position`.
+    pub async fn read_header(&self, position: u64) -> Result<BatchHeader, LogError> {
+        let bytes = self
+            .log
+            .read_at(position, BATCH_HEADER_LEN)
+            .await
+            .map_err(|e| LogError::io("read", self.log.path(), e))?;
+        let header =
+            BatchHeader::parse(&bytes).map_err(|e| self.corrupt(position, e.to_string()))?;
+        if position + header.total_len() as u64 > self.size {
+            return Err(self.corrupt(
+                position,
+                format!(
+                    "batch of {} bytes runs past the end of the segment",
+                    header.total_len()
+                ),
+            ));
+        }
+        Ok(header)
+    }
+
+    /// [`SegmentReader::read_header`], checking that the batch starts at offset `expected` (or, with
+    /// `gaps_allowed`, at or above it). The base offset is outside the CRC, so continuing the
+    /// previous batch is its only check.
+    pub async fn read_header_expecting(
+        &self,
+        position: u64,
+        expected: i64,
+        gaps_allowed: bool,
+    ) -> Result<BatchHeader, LogError> {
+        let header = self.read_header(position).await?;
+        if !continues(gaps_allowed, header.base_offset, expected) {
+            return Err(self.corrupt(
+                position,
+                format!(
+                    "batch base offset {} where {expected} was expected",
+                    header.base_offset
+                ),
+            ));
+        }
+        Ok(header)
+    }
+
+    /// Walks the batches from `hint` (an index entry's position and base offset) until `found` accepts one, and
+    /// returns its position and header; `None` if the segment ends first. The index is only
+    /// a hint: if the walk from a hinted position meets a batch that does not fit, the walk is
+    /// redone from the start of the segment, and only a failure there is corruption.
+    pub async fn seek_from(
+        &self,
+        hint: (u64, i64),
+        found: impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        match self.walk(hint, &found).await {
+            Err(LogError::Corrupt { reason, .. }) if hint.0 > 0 => {
+                tracing::warn!(
+                    segment = %self.log.path(), hint = hint.0, reason,
+                    "offset index hint is wrong; walking the segment from its start"
+                );
+                self.walk((0, self.base_offset), &found).await
+            }
+            result => result,
+        }
+    }
+
+    async fn walk(
+        &self,
+        (mut position, mut expected): (u64, i64),
+        found: &impl Fn(&BatchHeader) -> bool,
+    ) -> Result<Option<(u64, BatchHeader)>, LogError> {
+        // An index entry names its batch's exact base offset; only the start of a segment
+        // with gaps, and every batch after the first, may begin above what is expected.
+        let mut gaps_allowed = self.gaps && position == 0;
+        while position < self.size {
+            let header = self
+                .read_header_expecting(position, expected, gaps_allowed)
+                .await?;
+            gaps_allowed = self.gaps;
+            if found(&header) {
+                return Ok(Some((position, header)));
+            }
+            position += header.total_len() as u64;
+            expected = header.next_offset();
+        }
+        Ok(None)
+    }
+
+    pub fn corrupt(&self, position: u64, reason: String) -> LogError {
+        LogError::Corrupt {
+            segment: self.log.path().to_string(),
+            position,
+            reason,
+        }
     }
 
     /// Reads `len` bytes at `position`.
