@@ -11,7 +11,10 @@
 //! Invariants (asserted on every change):
 //! - epochs and start offsets both strictly increase along the entries;
 //! - every epoch and start offset is >= 0 (batches written before a leader stamped them
-//!   carry epoch -1 and are not recorded).
+//!   carry epoch -1 and are not recorded);
+//! - an empty log (log start == log end) has no epochs: the cache names epochs that wrote
+//!   batches still in the log, and the log clears it when retention, DeleteRecords or a
+//!   restart at an offset (`Log::truncate_fully_and_start_at`) empties the log, and at open.
 //!
 //! Crash safety: the log writes the checkpoint with a new entry before the batch that starts
 //! the epoch, so the file names every epoch of the durable log, perhaps with entries past its

@@ -342,3 +342,78 @@ async fn a_truncation_between_planning_and_reading_is_detected() {
     assert_eq!(epochs, vec![(6, 5)]);
     assert_eq!(read.next_offset, 10);
 }
+
+/// Starting over at an offset (a follower behind the leader's log start, or loading a
+/// snapshot): the log is empty there, epochs and producer snapshots gone, and a follower's
+/// append continues it; the state survives a reopen and every crash mode.
+#[tokio::test]
+async fn a_log_starts_over_at_an_offset_above_or_inside_it() {
+    for (offset, seed) in [(25, 7), (4, 8)] {
+        for mode in [
+            CrashMode::Process,
+            CrashMode::PowerLossDropUnsynced,
+            CrashMode::PowerLossRandomPrefix,
+        ] {
+            let mem = MemDisk::new(seed);
+            let disk = Disk::mem(mem.clone());
+            let log = leader_log(&disk).await;
+            log.truncate_fully_and_start_at(offset)
+                .await
+                .expect("restart");
+            assert_eq!(log.log_start_offset().await, offset);
+            assert_eq!(log.log_end_offset(), offset);
+            assert_eq!(log.durable_end_offset(), offset);
+            assert_eq!(log.epoch_entries().await, Vec::new());
+            assert!(producer_snapshot::list(&disk, DIR)
+                .await
+                .expect("list")
+                .is_empty());
+            assert!(matches!(
+                log.read(2, 1 << 20, i64::MAX).await,
+                Err(LogError::OffsetOutOfRange { .. })
+            ));
+            let mut next = BatchBuilder::new(offset);
+            next.push(1_000, Some(b"k"), Some(b"v"), &[]);
+            let mut stamped = next.build();
+            stamped[12..16].copy_from_slice(&7i32.to_be_bytes());
+            log.append_as_follower(stamped.freeze())
+                .await
+                .expect("the leader's next batch");
+            drop(log);
+            mem.crash(mode, &mut SmallRng::seed_from_u64(seed));
+            let log = open(&disk).await;
+            assert_eq!(log.log_start_offset().await, offset, "{}", mode.name());
+            assert_eq!(log.log_end_offset(), offset + 1, "{}", mode.name());
+            assert_eq!(batches_of(&log).await, vec![(offset, 7)]);
+            assert_eq!(log.epoch_entries().await, entries(&[(7, offset)]));
+        }
+    }
+}
+
+/// The restart's commit point is the log start checkpoint: a crash right after it, with
+/// the old segments and epochs still on disk, opens as an empty log at the new start.
+#[tokio::test]
+async fn a_restart_cut_short_after_its_commit_point_opens_empty() {
+    let disk = Disk::mem(MemDisk::new(9));
+    let log = leader_log(&disk).await;
+    log.close().await.expect("close");
+    drop(log);
+    recovery::write_log_start_checkpoint(&disk, DIR, 25)
+        .await
+        .expect("checkpoint");
+    let log = open(&disk).await;
+    assert_eq!(log.log_start_offset().await, 25);
+    assert_eq!(log.log_end_offset(), 25);
+    assert_eq!(
+        log.epoch_entries().await,
+        Vec::new(),
+        "an empty log has no epochs"
+    );
+    assert_eq!(
+        log.append_as_leader(batch(1, 1), 2)
+            .await
+            .expect("append")
+            .base_offset,
+        25
+    );
+}

@@ -656,6 +656,10 @@ impl Log {
         let mut epochs = leader_epoch::load(&disk, dir).await?;
         epochs.truncate_from_end(report.log_end_offset);
         epochs.truncate_from_start(log_start_offset);
+        if report.log_end_offset == log_start_offset {
+            // An empty log has no epochs (see `leader_epoch`).
+            epochs.clear();
+        }
         let now = time::now();
         let state = State {
             log_start_offset,
@@ -1604,6 +1608,9 @@ impl Log {
                 // In memory only: entries below the start in the file are harmless and
                 // trimmed at the next open.
                 state.epochs.truncate_from_start(target);
+                if target == state.log_end_offset {
+                    state.epochs.clear();
+                }
             }
             let start = state.log_start_offset;
             let mut doomed_bases = Vec::new();
@@ -1730,12 +1737,7 @@ impl Log {
         let doomed: Vec<i64> = state.segments.range(base + 1..).map(|(b, _)| *b).collect();
         for b in doomed {
             if let Some(seg) = state.segments.remove(&b) {
-                for file in [&seg.log, &seg.index_file, &seg.time_index_file] {
-                    self.disk
-                        .remove(file.path())
-                        .await
-                        .map_err(|e| LogError::io("remove", file.path(), e))?;
-                }
+                self.remove_segment_files(&seg).await?;
             }
         }
         let segment = state
@@ -1802,6 +1804,99 @@ impl Log {
         Ok(new_end)
     }
 
+    /// Empties the log and restarts it at `offset` (Kafka's `truncateFullyAndStartAt`): a
+    /// follower whose log ends below the leader's log start, or that loads a snapshot its
+    /// log disagrees with, starts over there. `offset` may lie anywhere at or above the log
+    /// start. Producer state, producer snapshots and leader epochs go with the data.
+    ///
+    /// Crash safety: the batches at and above `offset` are cut first (a truncation), then
+    /// the producer snapshots go (a crash here leaves the old log, whose producer state is
+    /// rebuilt from its batches), then the new log start is checkpointed durably: the commit
+    /// point, after which recovery finds a log ending at or below its start and restarts it
+    /// there empty. The segments are removed and the epochs cleared after it.
+    pub async fn truncate_fully_and_start_at(&self, offset: i64) -> Result<(), LogError> {
+        // Retention and the cleaner move the log start under this lock; neither may write
+        // an older start over this one.
+        let _retention = self.retention_lock.lock().await;
+        let _sync = self.sync_lock.lock().await;
+        let mut state = self.state.lock().await;
+        state.online()?;
+        if offset < state.log_start_offset {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                log_start_offset: state.log_start_offset,
+                log_end_offset: state.log_end_offset,
+            });
+        }
+        let result = self.restart_locked(&mut state, offset).await;
+        if let Err(err) = &result {
+            state.offline_after(&self.dir, err);
+        }
+        result
+    }
+
+    async fn restart_locked(&self, state: &mut State, offset: i64) -> Result<(), LogError> {
+        if offset < state.log_end_offset {
+            self.truncate_locked(state, offset).await?;
+        }
+        assert!(state.log_end_offset <= offset, "data left at the new start");
+        let snapshots = producer_snapshot::list(&self.disk, &self.dir).await?;
+        producer_snapshot::remove(&self.disk, &self.dir, &snapshots).await?;
+        recovery::write_log_start_checkpoint(&self.disk, &self.dir, offset).await?;
+        // From here a crash leaves an empty log at `offset` (recovery restarts it there).
+        state.truncations += 1;
+        self.cuts.fetch_add(1, Ordering::AcqRel);
+        let fresh = Segment::create(&self.disk, &self.dir, offset).await?;
+        let old = std::mem::take(&mut state.segments);
+        state.segments.insert(offset, fresh);
+        for (base, segment) in old {
+            if base == offset {
+                continue; // `create` replaced its files in place
+            }
+            self.remove_segment_files(&segment).await?;
+        }
+        self.disk
+            .sync_dir(&self.dir)
+            .await
+            .map_err(|e| LogError::io("sync directory", &self.dir, e))?;
+        recovery::write_checkpoint(&self.disk, &self.dir, offset).await?;
+        if state.epochs.clear() {
+            leader_epoch::write(&self.disk, &self.dir, &state.epochs).await?;
+        }
+        // Nothing is cleaned and no segment lies below the new start.
+        let cleaner = cleaner::CleanerCheckpoint {
+            first_dirty_offset: offset,
+            gaps_below: offset,
+        };
+        if cleaner != state.cleaner {
+            cleaner::write_checkpoint(&self.disk, &self.dir, cleaner).await?;
+            state.cleaner = cleaner;
+        }
+        state.dirty.clear();
+        state.dir_dirty_seq = 0;
+        state.unflushed_records = 0;
+        state.producers = ProducerStateMap::new(offset);
+        state.log_start_offset = offset;
+        state.log_end_offset = offset;
+        state.durable_end_offset = offset;
+        state.recovery_point = offset;
+        self.log_end_offset.store(offset, Ordering::Release);
+        self.durable_end_offset.store(offset, Ordering::Release);
+        state.check_invariants();
+        Ok(())
+    }
+
+    /// Unlinks a segment's three files (the caller syncs the directory).
+    async fn remove_segment_files(&self, segment: &Segment) -> Result<(), LogError> {
+        for file in [&segment.log, &segment.index_file, &segment.time_index_file] {
+            self.disk
+                .remove(file.path())
+                .await
+                .map_err(|e| LogError::io("remove", file.path(), e))?;
+        }
+        Ok(())
+    }
+
     /// Forgets the producers idle for `producer.id.expiration.ms` (by the timestamp of their
     /// latest batch, as Kafka); owners call it every
     /// `producer.id.expiration.check.interval.ms`. Returns how many were removed.
@@ -1825,7 +1920,6 @@ impl Log {
         producer_snapshot::remove_below(&self.disk, &self.dir, log_start_offset).await
     }
 
-    /// A copy of the producer state (for tests, metrics and DescribeProducers later).
     /// The latest leader epoch that wrote to the log.
     pub async fn latest_epoch(&self) -> Option<i32> {
         self.state.lock().await.epochs.latest_epoch()
@@ -1848,6 +1942,7 @@ impl Log {
         self.state.lock().await.epochs.entries().to_vec()
     }
 
+    /// A copy of the producer state (for tests, metrics and DescribeProducers later).
     pub async fn producer_state(&self) -> ProducerStateMap {
         self.state.lock().await.producers.clone()
     }

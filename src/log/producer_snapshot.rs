@@ -71,7 +71,7 @@ pub async fn write(disk: &Disk, dir: &str, map: &ProducerStateMap) -> Result<(),
         .map_err(|e| LogError::io("write producer snapshot", &path, e))
 }
 
-async fn remove(disk: &Disk, dir: &str, offsets: &[i64]) -> Result<(), LogError> {
+pub(super) async fn remove(disk: &Disk, dir: &str, offsets: &[i64]) -> Result<(), LogError> {
     if offsets.is_empty() {
         return Ok(());
     }
