@@ -10,4 +10,5 @@ pub mod client;
 pub mod coordinator;
 pub mod log;
 pub mod protocol;
+pub mod raft;
 pub mod rt;
