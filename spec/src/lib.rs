@@ -1,5 +1,5 @@
-//! The executable specification of a Samsa partition log and of the
-//! consumer groups that read it.
+//! The executable specification of a Samsa partition log, of the
+//! consumer groups that read it, and of a Raft quorum.
 //!
 //! This crate states what a correct partition and group coordinator do,
 //! independently of how the broker implements them, so that the
@@ -27,6 +27,9 @@
 //! - [`groups`] judges the consumer groups of a history into the same
 //!   report (split-assignment, generation-regress, zombie-commit,
 //!   lost-commit, commit-regress, unseen).
+//! - [`quorum`] judges a Raft quorum from what its nodes reported and their
+//!   logs after the run (election-safety, epoch-regress, committed-diverge,
+//!   truncated-committed, lost-committed, no-leader, not-converged).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be
@@ -37,6 +40,7 @@ pub mod compaction;
 pub mod groups;
 pub mod history;
 pub mod model;
+pub mod quorum;
 
 pub use checker::{
     check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
