@@ -162,6 +162,10 @@ const CORE_FILES: &[(&str, Scope)] = &[
     ("src/log/producer_state.rs", Scope::File),
     ("src/client/group/assignor.rs", Scope::File),
     ("src/client/group/member.rs", Scope::File),
+    ("src/raft/election.rs", Scope::File),
+    ("src/raft/log_view.rs", Scope::File),
+    ("src/raft/message.rs", Scope::File),
+    ("src/raft/core.rs", Scope::File),
 ];
 
 /// `text` with comments, string and character literals blanked (newlines kept, so lines

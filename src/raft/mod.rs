@@ -5,10 +5,23 @@
 //! epoch, follower appends that keep the leader's offsets, the leader-epoch cache,
 //! truncation to a diverging point, restart at a snapshot).
 //!
-//! Built so far: the election state ([`election`]: epochs, votes with pre-vote, leaders, and
-//! the vote-granting rule) and its durable form ([`quorum_state`], Kafka's `quorum-state`
-//! file). Replication (Fetch on `__cluster_metadata`, the high watermark), BeginQuorumEpoch,
-//! EndQuorumEpoch, snapshots and the driver are to come (issue 13).
+//! - [`election`]: epochs, votes with pre-vote, leaders, and the vote-granting rule;
+//! - [`quorum_state`]: the election state's durable form, Kafka's `quorum-state` file;
+//! - [`log_view`]: the core's picture of its log (ends, synced end, epochs);
+//! - [`message`]: Vote, BeginQuorumEpoch, EndQuorumEpoch and Fetch as the core sees them,
+//!   and the metadata log's records;
+//! - [`core`]: the replica ([`core::Raft`]): elections, pull replication with divergence
+//!   and truncation, the high watermark on a majority of synced logs with the own-epoch
+//!   rule, check quorum, graceful resignation.
+//!
+//! Still to come (issue 13): snapshots with FetchSnapshot, the driver on `rt` with the wire
+//! codec, DescribeQuorum, the settings, and the multi-node simulation.
 
+pub mod core;
 pub mod election;
+pub mod log_view;
+pub mod message;
 pub mod quorum_state;
+
+#[cfg(test)]
+mod cluster_tests;

@@ -1,0 +1,1343 @@
+//! The KRaft replica as one IO-free state machine (Kafka's `KafkaRaftClient` with its
+//! `LeaderState`, `FollowerState` and the election states of [`super::election`]), in the
+//! house shape: inputs are [`Raft::step`] (a message from a peer), [`Raft::tick`] (the time),
+//! [`Raft::propose`] (records for the leader to append) and [`Raft::synced`] (the driver
+//! synced the log); [`Raft::ready`] hands over what to do, in this order: persist the
+//! election state, apply the log operations, send the messages, then sync the log and
+//! report it. Nothing here blocks, reads a clock or touches a disk.
+//!
+//! Replication is pull-based (KIP-595). A follower fetches from the leader with its log end
+//! and the epoch of its last batch; the leader checks that pair against its leader-epoch
+//! cache and, where the follower's log diverges, answers with the epoch and end offset to
+//! truncate to instead of records. A fetch also acknowledges everything below its offset, and
+//! the leader's high watermark is the largest offset a majority of voters acknowledged,
+//! counting its own log only as far as it is synced: under the default policy a voter
+//! acknowledges only synced records (a follower fetches again only once it synced what it
+//! appended), so a committed record survives every voter losing power at once.
+//!
+//! A new leader first appends a LeaderChange record in its epoch (with the voter set and the
+//! KRaft version ahead of it in an empty log, KIP-853) and moves the high watermark only
+//! past its epoch's start offset: an entry of an earlier epoch is committed only together
+//! with one of the leader's own (Raft's commit rule for earlier terms).
+//!
+//! Invariants (asserted on every change, in release builds too):
+//! - the high watermark never decreases while the replica runs and never passes the log end;
+//! - a follower never truncates below its high watermark;
+//! - a leader's high watermark is acknowledged by a majority and lies past its epoch start;
+//! - the election invariants of [`super::election`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::Bytes;
+
+use crate::log::leader_epoch::{EpochEnd, UNDEFINED_EPOCH};
+
+use super::election::{
+    Election, ElectionBugs, ElectionError, ElectionState, ReplicaKey, Role, VoteRequest, VOTERS_MAX,
+};
+use super::log_view::LogView;
+use super::message::{
+    Batch, Envelope, FetchRequest, FetchResponse, LogRead, Message, QuorumError, RaftRecord,
+};
+
+/// Observers a leader keeps fetch state for; one beyond that is served but not tracked.
+pub const OBSERVERS_MAX: usize = 256;
+/// Records one proposal may carry (one batch).
+pub const PROPOSE_RECORDS_MAX: usize = 4096;
+/// Bytes of batches one fetch answer may ask the driver to read.
+pub const FETCH_MAX_BYTES_MAX: usize = 8 << 20;
+/// The KRaft version (KIP-853) this core writes.
+pub const KRAFT_VERSION: i16 = 1;
+
+/// Kafka's quorum settings (`controller.quorum.*`), in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaftConfig {
+    /// `controller.quorum.election.timeout.ms` (default 1000): how long a replica without a
+    /// leader waits before standing, randomized up to twice this.
+    pub election_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms` (default 2000): how long a follower goes without
+    /// a successful fetch before it stands; a leader resigns when a majority has not fetched
+    /// in 1.5 times this (check quorum).
+    pub fetch_timeout_ms: u64,
+    /// `controller.quorum.election.backoff.max.ms` (default 1000): the most a replica waits
+    /// after a lost election before the next.
+    pub election_backoff_max_ms: u64,
+    /// `controller.quorum.request.timeout.ms` (default 2000): an unanswered request is
+    /// resent after this.
+    pub request_timeout_ms: u64,
+    /// How long a leader holds a fetch that has nothing new to return (Kafka's 500 ms).
+    pub fetch_max_wait_ms: u64,
+    /// Bytes of batches one fetch answer carries at most.
+    pub fetch_max_bytes: usize,
+}
+
+impl RaftConfig {
+    pub const DEFAULT: RaftConfig = RaftConfig {
+        election_timeout_ms: 1000,
+        fetch_timeout_ms: 2000,
+        election_backoff_max_ms: 1000,
+        request_timeout_ms: 2000,
+        fetch_max_wait_ms: 500,
+        fetch_max_bytes: 1 << 20,
+    };
+
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            (
+                "controller.quorum.election.timeout.ms",
+                self.election_timeout_ms,
+            ),
+            ("controller.quorum.fetch.timeout.ms", self.fetch_timeout_ms),
+            (
+                "controller.quorum.request.timeout.ms",
+                self.request_timeout_ms,
+            ),
+            ("fetch max wait", self.fetch_max_wait_ms),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(format!("{name} must be positive"));
+            }
+        }
+        if self.fetch_max_wait_ms >= self.fetch_timeout_ms {
+            return Err(format!(
+                "the fetch max wait ({} ms) must be below controller.quorum.fetch.timeout.ms ({} ms)",
+                self.fetch_max_wait_ms, self.fetch_timeout_ms
+            ));
+        }
+        if self.fetch_max_bytes == 0 || self.fetch_max_bytes > FETCH_MAX_BYTES_MAX {
+            return Err(format!(
+                "fetch max bytes {} is outside 1..={FETCH_MAX_BYTES_MAX}",
+                self.fetch_max_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Deliberate bugs for the checkers' tests; all off in every real config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RaftBugs {
+    /// Grant a second candidate's vote in an epoch already voted in.
+    pub vote_twice: bool,
+    /// Acknowledge what is appended but not synced: the leader counts its log end, a
+    /// follower fetches again before it synced.
+    pub ack_unsynced: bool,
+    /// Move the high watermark on a majority of replicas alone, even to an offset of an
+    /// earlier epoch (no own-epoch commit rule).
+    pub commit_previous_epoch: bool,
+    /// On a diverging answer, truncate one record below the high watermark.
+    pub truncate_below_committed: bool,
+}
+
+/// A change to the log, applied by the driver in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogOp {
+    /// Append the batch keeping its offsets and epoch.
+    Append(Batch),
+    /// Cut the log to end at this offset.
+    Truncate(i64),
+}
+
+/// What the replica did, for the simulation's history and the operator's log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaftEvent {
+    /// The replica moved to this epoch.
+    Epoch { epoch: i32 },
+    /// The replica became leader of this epoch.
+    Leader { epoch: i32 },
+    /// The replica truncated its log to `to` while its high watermark was
+    /// `high_watermark`.
+    Truncated { to: i64, high_watermark: i64 },
+}
+
+/// What the driver must do, in field order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ready {
+    /// Write the `quorum-state` file (and sync it) before anything else.
+    pub persist: Option<ElectionState>,
+    pub log_ops: Vec<LogOp>,
+    pub messages: Vec<Envelope>,
+    /// Sync the log up to its end, then call [`Raft::synced`].
+    pub sync: bool,
+    /// The high watermark moved here: records below it are committed and may be applied.
+    pub high_watermark: Option<i64>,
+    pub events: Vec<RaftEvent>,
+}
+
+impl Ready {
+    pub fn is_empty(&self) -> bool {
+        self.persist.is_none()
+            && self.log_ops.is_empty()
+            && self.messages.is_empty()
+            && !self.sync
+            && self.high_watermark.is_none()
+            && self.events.is_empty()
+    }
+}
+
+/// Why a proposal was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProposeError {
+    /// Only the leader appends; this is the leader the replica knows, if any.
+    NotLeader { leader_id: Option<i32> },
+    /// An empty proposal or one over [`PROPOSE_RECORDS_MAX`] records.
+    BadSize { records: usize },
+}
+
+impl std::fmt::Display for ProposeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProposeError::NotLeader { leader_id } => match leader_id {
+                Some(id) => write!(f, "not the leader; replica {id} leads"),
+                None => write!(f, "not the leader; no leader is known"),
+            },
+            ProposeError::BadSize { records } => write!(
+                f,
+                "a proposal of {records} records (1 to {PROPOSE_RECORDS_MAX})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ProposeError {}
+
+/// The leader's view of one replica that fetches from it.
+#[derive(Clone, Copy, Debug)]
+struct ReplicaState {
+    /// The offset of its last valid fetch in this epoch: everything below is acknowledged.
+    end_offset: Option<i64>,
+    last_fetch_ms: Option<u64>,
+    /// The high watermark last sent to it, so that a fetch is held only when nothing new,
+    /// records or watermark, can be told.
+    last_sent_high_watermark: i64,
+}
+
+#[derive(Clone, Debug)]
+struct LeaderState {
+    epoch_start_offset: i64,
+    since_ms: u64,
+    replicas: BTreeMap<i32, ReplicaState>,
+    /// Fetches held until new records or a new high watermark, or their deadline.
+    parked: BTreeMap<i32, (FetchRequest, u64)>,
+    /// Voters that have not fetched in this epoch, and when BeginQuorumEpoch last went out.
+    begin_sent_ms: BTreeMap<i32, u64>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct FetchState {
+    /// The node the outstanding fetch went to, when, and its request id: only that
+    /// request's answer is taken (a late answer to an earlier fetch describes a log that
+    /// may since have been truncated).
+    in_flight: Option<(i32, u64, u64)>,
+    next_request_id: u64,
+    /// When the follower stands (or, for an observer, looks for the leader elsewhere).
+    deadline_ms: u64,
+    /// The voter an observer without a leader asks next.
+    bootstrap_next: usize,
+    /// An observer's leader stopped answering: ask the voters in turn instead.
+    leader_lost: bool,
+    /// The leader resigned (EndQuorumEpoch): its followers grant pre-votes at once.
+    leader_resigned: bool,
+    /// When the leader was last heard from directly (a fetch answer, BeginQuorumEpoch):
+    /// only that refuses a pre-vote, not a peer's word that it leads.
+    last_heard_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Raft {
+    config: RaftConfig,
+    local: ReplicaKey,
+    voters: BTreeSet<i32>,
+    election: Election,
+    log: LogView,
+    high_watermark: i64,
+    leader: Option<LeaderState>,
+    fetch: FetchState,
+    /// When an unattached, prospective, candidate or resigned voter next stands.
+    election_deadline_ms: u64,
+    /// The time of the last input, from which a leader's next check-quorum tick is due.
+    last_input_ms: u64,
+    rng: u64,
+    ready: Ready,
+    bugs: RaftBugs,
+}
+
+impl Raft {
+    /// A replica of `voters` (a voter if `local` is among them, else an observer) resuming
+    /// from its persisted election state and its log as opened. `seed` drives the
+    /// randomized timeouts; the driver takes it from `rt`.
+    pub fn new(
+        config: RaftConfig,
+        local: ReplicaKey,
+        voters: BTreeSet<i32>,
+        persisted: ElectionState,
+        log: LogView,
+        now_ms: u64,
+        seed: u64,
+    ) -> Result<Raft, ElectionError> {
+        config
+            .validate()
+            .map_err(|reason| ElectionError::BadVoters { reason })?;
+        let election = Election::new(local, voters.clone(), persisted)?;
+        let mut raft = Raft {
+            config,
+            local,
+            voters,
+            election,
+            log,
+            high_watermark: 0,
+            leader: None,
+            fetch: FetchState::default(),
+            election_deadline_ms: now_ms,
+            last_input_ms: now_ms,
+            // xorshift needs a state other than 0.
+            rng: seed | 1,
+            ready: Ready::default(),
+            bugs: RaftBugs::default(),
+        };
+        raft.fetch.deadline_ms = now_ms + config.fetch_timeout_ms;
+        // Request ids start at random, so that an answer meant for this replica's previous
+        // run is not taken for one to this run's fetch.
+        raft.fetch.next_request_id = raft.random_below(1 << 40) << 20;
+        raft.reset_election_deadline(now_ms);
+        if raft.voters.len() == 1 && raft.election.is_voter() {
+            // A quorum of one has no one to wait for.
+            raft.election_deadline_ms = now_ms;
+        }
+        raft.check();
+        Ok(raft)
+    }
+
+    /// Plants bugs (simulation only).
+    pub fn with_bugs(mut self, bugs: RaftBugs) -> Raft {
+        self.bugs = bugs;
+        self.election = self.election.clone().with_bugs(ElectionBugs {
+            vote_twice: bugs.vote_twice,
+        });
+        self
+    }
+
+    pub fn local_id(&self) -> i32 {
+        self.local.id
+    }
+
+    pub fn epoch(&self) -> i32 {
+        self.election.epoch()
+    }
+
+    pub fn role(&self) -> &Role {
+        self.election.role()
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    pub fn leader_id(&self) -> Option<i32> {
+        match self.election.role() {
+            Role::Leader => Some(self.local.id),
+            Role::Follower { leader_id } => Some(*leader_id),
+            _ => None,
+        }
+    }
+
+    /// When this replica became leader of its epoch, if it leads.
+    pub fn leader_since_ms(&self) -> Option<u64> {
+        self.leader.as_ref().map(|l| l.since_ms)
+    }
+
+    pub fn high_watermark(&self) -> i64 {
+        self.high_watermark
+    }
+
+    pub fn log(&self) -> &LogView {
+        &self.log
+    }
+
+    pub fn voters(&self) -> &BTreeSet<i32> {
+        &self.voters
+    }
+
+    /// What to do now; the driver does it in field order.
+    pub fn ready(&mut self) -> Ready {
+        std::mem::take(&mut self.ready)
+    }
+
+    /// The earliest time at which [`Raft::tick`] has something to do.
+    pub fn next_deadline_ms(&self) -> u64 {
+        let mut next = u64::MAX;
+        if let Some(leader) = &self.leader {
+            for (_, deadline) in leader.parked.values() {
+                next = next.min(*deadline);
+            }
+            for sent in leader.begin_sent_ms.values() {
+                next = next.min(sent + self.config.request_timeout_ms);
+            }
+            if self.voters.len() > 1 {
+                // Check quorum at a quarter of the fetch timeout's granularity.
+                next = next.min(self.last_input_ms + (self.config.fetch_timeout_ms / 4).max(1));
+            }
+            return next;
+        }
+        if let Some((_, sent_ms, _)) = self.fetch.in_flight {
+            next = next.min(sent_ms + self.config.request_timeout_ms);
+        }
+        match self.election.role() {
+            Role::Follower { .. } => next.min(self.fetch.deadline_ms),
+            _ if !self.election.is_voter() => next.min(self.fetch.deadline_ms),
+            _ => next.min(self.election_deadline_ms),
+        }
+    }
+
+    fn check_quorum_ms(&self) -> u64 {
+        self.config.fetch_timeout_ms + self.config.fetch_timeout_ms / 2
+    }
+
+    /// The time moved on: run whatever timer ran out.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.last_input_ms = self.last_input_ms.max(now_ms);
+        if self.leader.is_some() {
+            self.tick_leader(now_ms);
+        } else {
+            self.tick_other(now_ms);
+        }
+        self.maybe_fetch(now_ms);
+        self.check();
+    }
+
+    fn tick_leader(&mut self, now_ms: u64) {
+        let due: Vec<FetchRequest> = match &self.leader {
+            Some(leader) => leader
+                .parked
+                .values()
+                .filter(|(_, deadline)| *deadline <= now_ms)
+                .map(|(request, _)| *request)
+                .collect(),
+            None => Vec::new(),
+        };
+        for request in due {
+            if let Some(leader) = &mut self.leader {
+                leader.parked.remove(&request.replica.id);
+            }
+            self.answer_fetch(now_ms, request, None);
+        }
+        let epoch = self.epoch();
+        let request_timeout_ms = self.config.request_timeout_ms;
+        let mut begin = Vec::new();
+        if let Some(leader) = &mut self.leader {
+            for (voter, sent) in leader.begin_sent_ms.iter_mut() {
+                if *sent + request_timeout_ms <= now_ms {
+                    *sent = now_ms;
+                    begin.push(*voter);
+                }
+            }
+        }
+        for voter in begin {
+            self.send(
+                voter,
+                Message::BeginQuorumEpoch {
+                    epoch,
+                    leader_id: self.local.id,
+                },
+            );
+        }
+        if self.voters.len() > 1 && !self.has_quorum(now_ms) {
+            tracing::warn!(
+                node = self.local.id,
+                epoch,
+                "raft: a majority of voters has not fetched within the check-quorum window; resigning"
+            );
+            self.resign(now_ms);
+        }
+    }
+
+    /// Whether a majority of voters (the leader counting itself) fetched within the
+    /// check-quorum window, or the leader is younger than that window.
+    fn has_quorum(&self, now_ms: u64) -> bool {
+        let Some(leader) = &self.leader else {
+            return false;
+        };
+        let window = self.check_quorum_ms();
+        if now_ms < leader.since_ms + window {
+            return true;
+        }
+        let recent = self
+            .voters
+            .iter()
+            .filter(|v| **v != self.local.id)
+            .filter(|v| {
+                leader
+                    .replicas
+                    .get(v)
+                    .and_then(|r| r.last_fetch_ms)
+                    .is_some_and(|at| at + window > now_ms)
+            })
+            .count();
+        recent + 1 >= self.election.majority()
+    }
+
+    fn tick_other(&mut self, now_ms: u64) {
+        if let Some((_, sent_ms, _)) = self.fetch.in_flight {
+            if sent_ms + self.config.request_timeout_ms <= now_ms {
+                self.fetch.in_flight = None;
+            }
+        }
+        if !self.election.is_voter() {
+            if now_ms >= self.fetch.deadline_ms {
+                // An observer that lost its leader asks the voters in turn.
+                self.fetch.leader_lost = true;
+                self.fetch.bootstrap_next += 1;
+                self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
+                self.fetch.in_flight = None;
+            }
+            return;
+        }
+        match self.election.role().clone() {
+            Role::Follower { .. } => {
+                if now_ms >= self.fetch.deadline_ms {
+                    self.start_pre_vote(now_ms);
+                }
+            }
+            Role::Leader => {}
+            Role::Candidate { .. } => {
+                if now_ms >= self.election_deadline_ms {
+                    // Lost or split: back off, then try again with pre-votes.
+                    self.start_pre_vote(now_ms);
+                    let backoff = self.random_below(self.config.election_backoff_max_ms + 1);
+                    self.election_deadline_ms += backoff;
+                }
+            }
+            Role::Unattached | Role::Prospective { .. } | Role::Resigned => {
+                if now_ms >= self.election_deadline_ms {
+                    self.start_pre_vote(now_ms);
+                }
+            }
+        }
+    }
+
+    fn random_below(&mut self, bound: u64) -> u64 {
+        // xorshift64*: deterministic and enough for timer jitter.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let value = self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        if bound == 0 {
+            0
+        } else {
+            value % bound
+        }
+    }
+
+    fn reset_election_deadline(&mut self, now_ms: u64) {
+        let jitter = self.random_below(self.config.election_timeout_ms);
+        self.election_deadline_ms = now_ms + self.config.election_timeout_ms + jitter;
+    }
+
+    fn persist(&mut self, state: ElectionState) {
+        self.ready.persist = Some(state);
+    }
+
+    fn send(&mut self, to: i32, message: Message) {
+        self.ready.messages.push(Envelope {
+            from: self.local.id,
+            to,
+            message,
+        });
+    }
+
+    fn other_voters(&self) -> Vec<i32> {
+        self.voters
+            .iter()
+            .copied()
+            .filter(|v| *v != self.local.id)
+            .collect()
+    }
+
+    fn note_epoch(&mut self, before: i32) {
+        if self.epoch() != before {
+            self.ready.events.push(RaftEvent::Epoch {
+                epoch: self.epoch(),
+            });
+        }
+    }
+
+    fn start_pre_vote(&mut self, now_ms: u64) {
+        self.leader = None;
+        self.fetch.in_flight = None;
+        self.election.become_prospective();
+        self.reset_election_deadline(now_ms);
+        if self.election.has_pre_vote_majority() {
+            self.start_election(now_ms);
+            return;
+        }
+        let request = self.election.pre_vote_request(self.log.position());
+        for voter in self.other_voters() {
+            self.send(voter, Message::Vote(request));
+        }
+    }
+
+    fn start_election(&mut self, now_ms: u64) {
+        let before = self.epoch();
+        let persisted = self.election.become_candidate();
+        self.persist(persisted.0);
+        self.note_epoch(before);
+        self.reset_election_deadline(now_ms);
+        if let Role::Candidate { granted } = self.election.role() {
+            if granted.len() >= self.election.majority() {
+                self.become_leader(now_ms);
+                return;
+            }
+        }
+        let request = self.election.vote_request(self.log.position());
+        for voter in self.other_voters() {
+            self.send(voter, Message::Vote(request));
+        }
+    }
+
+    fn become_leader(&mut self, now_ms: u64) {
+        let persisted = self.election.become_leader();
+        self.persist(persisted.0);
+        let epoch = self.epoch();
+        let epoch_start_offset = self.log.end_offset();
+        let mut records = Vec::new();
+        if epoch_start_offset == 0 {
+            // The voter set is in the log from its start (KIP-853), even while static.
+            records.push(RaftRecord::KRaftVersion {
+                version: KRAFT_VERSION,
+            });
+            records.push(RaftRecord::Voters {
+                voters: self
+                    .voters
+                    .iter()
+                    .map(|id| ReplicaKey {
+                        id: *id,
+                        directory_id: None,
+                    })
+                    .collect(),
+            });
+        }
+        records.push(RaftRecord::LeaderChange {
+            leader_id: self.local.id,
+            voters: self.voters.iter().copied().collect(),
+        });
+        let begin_sent_ms = self
+            .other_voters()
+            .into_iter()
+            .map(|v| (v, now_ms))
+            .collect();
+        self.leader = Some(LeaderState {
+            epoch_start_offset,
+            since_ms: now_ms,
+            replicas: BTreeMap::new(),
+            parked: BTreeMap::new(),
+            begin_sent_ms,
+        });
+        self.fetch.in_flight = None;
+        self.append_own(records);
+        self.ready.events.push(RaftEvent::Leader { epoch });
+        for voter in self.other_voters() {
+            self.send(
+                voter,
+                Message::BeginQuorumEpoch {
+                    epoch,
+                    leader_id: self.local.id,
+                },
+            );
+        }
+        self.maybe_advance_high_watermark(now_ms);
+    }
+
+    fn append_own(&mut self, records: Vec<RaftRecord>) -> i64 {
+        let batch = Batch {
+            base_offset: self.log.end_offset(),
+            epoch: self.epoch(),
+            records,
+        };
+        self.log
+            .append(batch.base_offset, batch.next_offset(), batch.epoch);
+        let base_offset = batch.base_offset;
+        self.ready.log_ops.push(LogOp::Append(batch));
+        self.ready.sync = true;
+        base_offset
+    }
+
+    /// The leader appends `records` as one batch of its epoch; returns its base offset. The
+    /// records are committed once the high watermark passes them.
+    pub fn propose(&mut self, now_ms: u64, records: Vec<Bytes>) -> Result<i64, ProposeError> {
+        if self.leader.is_none() {
+            return Err(ProposeError::NotLeader {
+                leader_id: self.leader_id(),
+            });
+        }
+        if records.is_empty() || records.len() > PROPOSE_RECORDS_MAX {
+            return Err(ProposeError::BadSize {
+                records: records.len(),
+            });
+        }
+        let base_offset = self.append_own(records.into_iter().map(RaftRecord::Data).collect());
+        self.release_parked(now_ms);
+        self.maybe_advance_high_watermark(now_ms);
+        self.check();
+        Ok(base_offset)
+    }
+
+    /// The driver synced the log up to `offset`.
+    pub fn synced(&mut self, now_ms: u64, offset: i64) {
+        self.log.synced(offset);
+        if self.leader.is_some() {
+            self.maybe_advance_high_watermark(now_ms);
+        }
+        self.maybe_fetch(now_ms);
+        self.check();
+    }
+
+    /// Gives up leadership (a graceful shutdown): the voters hear EndQuorumEpoch with the
+    /// best-placed of them first, and the replica grants no vote in its epoch any more.
+    pub fn resign(&mut self, now_ms: u64) {
+        let Some(leader) = self.leader.take() else {
+            return;
+        };
+        self.election.resign();
+        let mut successors: Vec<(i64, i32)> = self
+            .other_voters()
+            .into_iter()
+            .map(|v| {
+                let end = leader
+                    .replicas
+                    .get(&v)
+                    .and_then(|r| r.end_offset)
+                    .unwrap_or(-1);
+                (end, v)
+            })
+            .collect();
+        // Best log first; ties by the lower id, so the order is deterministic.
+        successors.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let preferred_successors: Vec<i32> = successors.into_iter().map(|(_, v)| v).collect();
+        let epoch = self.epoch();
+        for voter in self.other_voters() {
+            self.send(
+                voter,
+                Message::EndQuorumEpoch {
+                    epoch,
+                    leader_id: self.local.id,
+                    preferred_successors: preferred_successors.clone(),
+                },
+            );
+        }
+        for (request, _) in leader.parked.into_values() {
+            self.answer_not_leader(request.replica.id, request.request_id, None);
+        }
+        self.reset_election_deadline(now_ms);
+        self.check();
+    }
+
+    /// A message from a peer.
+    pub fn step(&mut self, now_ms: u64, envelope: Envelope) {
+        self.last_input_ms = self.last_input_ms.max(now_ms);
+        let from = envelope.from;
+        match envelope.message {
+            Message::Vote(request) => self.on_vote(now_ms, from, request),
+            Message::VoteResponse {
+                error,
+                epoch,
+                leader_id,
+                granted,
+                pre_vote,
+            } => self.on_vote_response(now_ms, from, error, epoch, leader_id, granted, pre_vote),
+            Message::BeginQuorumEpoch { epoch, leader_id } => {
+                self.on_begin_quorum_epoch(now_ms, from, epoch, leader_id)
+            }
+            Message::BeginQuorumEpochResponse {
+                epoch, leader_id, ..
+            } => {
+                if epoch > self.epoch() {
+                    self.on_higher_epoch(now_ms, epoch, leader_id);
+                } else if epoch == self.epoch() {
+                    if let Some(leader) = &mut self.leader {
+                        leader.begin_sent_ms.remove(&from);
+                    }
+                }
+            }
+            Message::EndQuorumEpoch {
+                epoch,
+                leader_id,
+                preferred_successors,
+            } => self.on_end_quorum_epoch(now_ms, from, epoch, leader_id, preferred_successors),
+            Message::EndQuorumEpochResponse {
+                epoch, leader_id, ..
+            } => {
+                if epoch > self.epoch() {
+                    self.on_higher_epoch(now_ms, epoch, leader_id);
+                }
+            }
+            Message::Fetch(request) => self.on_fetch(now_ms, from, request),
+            Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response),
+        }
+        self.maybe_fetch(now_ms);
+        self.check();
+    }
+
+    /// A peer named a later epoch: enter it, following its leader if one is named.
+    fn on_higher_epoch(&mut self, now_ms: u64, epoch: i32, leader_id: Option<i32>) {
+        assert!(epoch > self.epoch(), "not a higher epoch");
+        match leader_id {
+            Some(leader) if leader != self.local.id && self.voters.contains(&leader) => {
+                self.follow(now_ms, epoch, leader);
+            }
+            _ => {
+                let before = self.epoch();
+                self.leader = None;
+                self.fetch.in_flight = None;
+                let persisted = self.election.become_unattached(epoch);
+                self.persist(persisted.0);
+                self.note_epoch(before);
+                self.reset_election_deadline(now_ms);
+            }
+        }
+    }
+
+    fn follow(&mut self, now_ms: u64, epoch: i32, leader: i32) -> bool {
+        let before = self.epoch();
+        match self.election.become_follower(epoch, leader) {
+            Ok(persisted) => {
+                if let Some(persisted) = persisted {
+                    self.persist(persisted.0);
+                    self.leader = None;
+                    self.fetch.in_flight = None;
+                    self.fetch.leader_resigned = false;
+                    self.fetch.last_heard_ms = None;
+                    self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
+                }
+                self.note_epoch(before);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(node = self.local.id, %error, "raft: refused a leader");
+                false
+            }
+        }
+    }
+
+    fn on_vote(&mut self, now_ms: u64, from: i32, request: VoteRequest) {
+        let before = self.epoch();
+        let was_leader = self.leader.is_some();
+        let heard_recently = matches!(self.election.role(), Role::Follower { .. })
+            && self
+                .fetch
+                .last_heard_ms
+                .is_some_and(|at| now_ms < at + self.config.fetch_timeout_ms)
+            && !self.fetch.leader_resigned;
+        let local_log = self.log.position();
+        let answer = match self.election.vote(request, local_log, heard_recently) {
+            Ok(decision) => {
+                if let Some(persisted) = decision.persist {
+                    self.persist(persisted.0);
+                }
+                if self.epoch() != before {
+                    self.leader = None;
+                    self.fetch.in_flight = None;
+                    if was_leader {
+                        tracing::info!(
+                            node = self.local.id,
+                            "raft: a later epoch ends this leader's"
+                        );
+                    }
+                }
+                if decision.granted && !request.pre_vote {
+                    // A replica that just voted gives the candidate time to win.
+                    self.reset_election_deadline(now_ms);
+                }
+                // A pre-vote refusal names a leader only if the responder hears it now (or
+                // is it): a peer's stale word would send the prospective back to a dead
+                // leader in a loop of timeouts and re-follows.
+                let leader_id = if !request.pre_vote || self.leader.is_some() || heard_recently {
+                    self.leader_id()
+                } else {
+                    None
+                };
+                Message::VoteResponse {
+                    error: None,
+                    epoch: self.epoch(),
+                    leader_id,
+                    granted: decision.granted,
+                    pre_vote: request.pre_vote,
+                }
+            }
+            Err(ElectionError::FencedEpoch { .. }) => Message::VoteResponse {
+                error: Some(QuorumError::FencedLeaderEpoch),
+                epoch: self.epoch(),
+                leader_id: self.leader_id(),
+                granted: false,
+                pre_vote: request.pre_vote,
+            },
+            Err(_) => Message::VoteResponse {
+                error: Some(QuorumError::InconsistentVoterSet),
+                epoch: self.epoch(),
+                leader_id: self.leader_id(),
+                granted: false,
+                pre_vote: request.pre_vote,
+            },
+        };
+        self.note_epoch(before);
+        self.send(from, answer);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn on_vote_response(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        error: Option<QuorumError>,
+        epoch: i32,
+        leader_id: Option<i32>,
+        granted: bool,
+        pre_vote: bool,
+    ) {
+        if epoch > self.epoch() {
+            self.on_higher_epoch(now_ms, epoch, leader_id);
+            return;
+        }
+        if epoch < self.epoch() || error.is_some() {
+            return;
+        }
+        match self.election.role().clone() {
+            Role::Prospective { .. } if pre_vote => {
+                if let Some(leader) = leader_id.filter(|l| *l != self.local.id) {
+                    // A voter still hears a leader of this epoch: follow it (KIP-996).
+                    if !granted {
+                        self.follow(now_ms, epoch, leader);
+                        return;
+                    }
+                }
+                if granted && self.election.vote_granted(from, epoch + 1, true) {
+                    self.start_election(now_ms);
+                }
+            }
+            Role::Candidate { .. }
+                if !pre_vote && granted && self.election.vote_granted(from, epoch, false) =>
+            {
+                self.become_leader(now_ms);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_begin_quorum_epoch(&mut self, now_ms: u64, from: i32, epoch: i32, leader_id: i32) {
+        let error = if epoch < self.epoch() {
+            Some(QuorumError::FencedLeaderEpoch)
+        } else if leader_id != from || !self.follow(now_ms, epoch, leader_id) {
+            Some(QuorumError::InconsistentVoterSet)
+        } else {
+            self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
+            self.fetch.last_heard_ms = Some(now_ms);
+            None
+        };
+        let answer = Message::BeginQuorumEpochResponse {
+            error,
+            epoch: self.epoch(),
+            leader_id: self.leader_id(),
+        };
+        self.send(from, answer);
+    }
+
+    fn on_end_quorum_epoch(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        epoch: i32,
+        leader_id: i32,
+        preferred_successors: Vec<i32>,
+    ) {
+        if epoch > self.epoch() {
+            self.on_higher_epoch(now_ms, epoch, None);
+        }
+        let error = if epoch < self.epoch() {
+            Some(QuorumError::FencedLeaderEpoch)
+        } else {
+            let ours = self.election.leader_id() == Some(leader_id) || self.leader_id().is_none();
+            if ours && self.election.is_voter() && self.leader.is_none() {
+                // The first successor stands at once, the next after a short wait, and so on
+                // (Kafka's strict exponential backoff by position), so the best log usually
+                // wins without a split vote.
+                let position = preferred_successors
+                    .iter()
+                    .position(|v| *v == self.local.id)
+                    .unwrap_or(preferred_successors.len());
+                let step_ms = (self.config.election_backoff_max_ms / 8).max(1);
+                let wait_ms = (step_ms << position.min(3)).min(self.config.election_backoff_max_ms);
+                let wait_ms = if position == 0 { 0 } else { wait_ms };
+                self.fetch.leader_resigned = true;
+                self.fetch.deadline_ms = self.fetch.deadline_ms.min(now_ms + wait_ms);
+                self.election_deadline_ms = self.election_deadline_ms.min(now_ms + wait_ms);
+            }
+            None
+        };
+        let answer = Message::EndQuorumEpochResponse {
+            error,
+            epoch: self.epoch(),
+            leader_id: self.leader_id(),
+        };
+        self.send(from, answer);
+    }
+
+    fn answer_not_leader(&mut self, to: i32, request_id: u64, error: Option<QuorumError>) {
+        let answer = Message::FetchResponse(FetchResponse {
+            request_id,
+            error: Some(error.unwrap_or(QuorumError::NotLeader)),
+            epoch: self.epoch(),
+            leader_id: self.leader_id(),
+            high_watermark: self.high_watermark,
+            log_start_offset: self.log.start_offset(),
+            diverging: None,
+            read: None,
+            batches: Vec::new(),
+        });
+        self.send(to, answer);
+    }
+
+    /// Kafka's `validateOffsetAndEpoch`: whether the fetcher's log matches this one up to
+    /// its fetch offset, or else where it must truncate to.
+    fn diverging(&self, request: &FetchRequest) -> Option<EpochEnd> {
+        if request.fetch_offset == 0 && request.last_fetched_epoch == 0 {
+            return None;
+        }
+        let end = self.log.end_offset_for_epoch(request.last_fetched_epoch);
+        if end.epoch == UNDEFINED_EPOCH {
+            // An epoch this log cannot place at all: start over from the log start.
+            return Some(EpochEnd {
+                epoch: 0,
+                end_offset: self.log.start_offset(),
+            });
+        }
+        if end.epoch != request.last_fetched_epoch || end.end_offset < request.fetch_offset {
+            return Some(end);
+        }
+        None
+    }
+
+    fn on_fetch(&mut self, now_ms: u64, from: i32, request: FetchRequest) {
+        if request.replica.id != from {
+            self.answer_not_leader(
+                from,
+                request.request_id,
+                Some(QuorumError::InconsistentVoterSet),
+            );
+            return;
+        }
+        if self.leader.is_none() {
+            let error = if request.epoch < self.epoch() {
+                QuorumError::FencedLeaderEpoch
+            } else {
+                QuorumError::NotLeader
+            };
+            self.answer_not_leader(from, request.request_id, Some(error));
+            return;
+        }
+        if request.epoch < self.epoch() {
+            self.answer_not_leader(
+                from,
+                request.request_id,
+                Some(QuorumError::FencedLeaderEpoch),
+            );
+            return;
+        }
+        if request.epoch > self.epoch() {
+            self.answer_not_leader(
+                from,
+                request.request_id,
+                Some(QuorumError::UnknownLeaderEpoch),
+            );
+            return;
+        }
+        if request.fetch_offset < 0 {
+            self.answer_not_leader(
+                from,
+                request.request_id,
+                Some(QuorumError::InconsistentVoterSet),
+            );
+            return;
+        }
+        if let Some(diverging) = self.diverging(&request) {
+            self.touch_replica(from, now_ms, None);
+            self.answer_fetch(now_ms, request, Some(diverging));
+            return;
+        }
+        self.touch_replica(from, now_ms, Some(request.fetch_offset));
+        self.maybe_advance_high_watermark(now_ms);
+        let last_sent = self
+            .leader
+            .as_ref()
+            .and_then(|l| l.replicas.get(&from))
+            .map_or(-1, |r| r.last_sent_high_watermark);
+        if request.fetch_offset < self.log.end_offset() || last_sent < self.high_watermark {
+            self.answer_fetch(now_ms, request, None);
+        } else if let Some(leader) = &mut self.leader {
+            // Nothing new to tell: hold the fetch (long poll).
+            leader
+                .parked
+                .insert(from, (request, now_ms + self.config.fetch_max_wait_ms));
+        }
+    }
+
+    fn touch_replica(&mut self, id: i32, now_ms: u64, end_offset: Option<i64>) {
+        let voter = self.voters.contains(&id);
+        let Some(leader) = &mut self.leader else {
+            return;
+        };
+        let observers = leader
+            .replicas
+            .keys()
+            .filter(|k| !self.voters.contains(k))
+            .count();
+        if !voter && !leader.replicas.contains_key(&id) && observers >= OBSERVERS_MAX {
+            return;
+        }
+        let replica = leader.replicas.entry(id).or_insert(ReplicaState {
+            end_offset: None,
+            last_fetch_ms: None,
+            last_sent_high_watermark: -1,
+        });
+        replica.last_fetch_ms = Some(now_ms);
+        if end_offset.is_some() {
+            replica.end_offset = end_offset;
+        }
+        leader.begin_sent_ms.remove(&id);
+    }
+
+    fn answer_fetch(&mut self, _now_ms: u64, request: FetchRequest, diverging: Option<EpochEnd>) {
+        let high_watermark = self.high_watermark;
+        if let Some(leader) = &mut self.leader {
+            if let Some(replica) = leader.replicas.get_mut(&request.replica.id) {
+                replica.last_sent_high_watermark = high_watermark;
+            }
+        }
+        let read = (diverging.is_none() && request.fetch_offset < self.log.end_offset()).then_some(
+            LogRead {
+                from_offset: request.fetch_offset,
+                max_bytes: self.config.fetch_max_bytes,
+            },
+        );
+        let answer = Message::FetchResponse(FetchResponse {
+            request_id: request.request_id,
+            error: None,
+            epoch: self.epoch(),
+            leader_id: Some(self.local.id),
+            high_watermark,
+            log_start_offset: self.log.start_offset(),
+            diverging,
+            read,
+            batches: Vec::new(),
+        });
+        self.send(request.replica.id, answer);
+    }
+
+    /// New records or a new high watermark: answer every held fetch.
+    fn release_parked(&mut self, now_ms: u64) {
+        let parked = match &mut self.leader {
+            Some(leader) => std::mem::take(&mut leader.parked),
+            None => return,
+        };
+        for (request, _) in parked.into_values() {
+            self.answer_fetch(now_ms, request, None);
+        }
+    }
+
+    /// Kafka's `LeaderState.maybeUpdateHighWatermark`: the largest offset a majority of
+    /// voters acknowledged, if it lies past the epoch's start.
+    fn maybe_advance_high_watermark(&mut self, now_ms: u64) {
+        let Some(leader) = &self.leader else {
+            return;
+        };
+        let own = if self.bugs.ack_unsynced {
+            self.log.end_offset()
+        } else {
+            self.log.synced_offset()
+        };
+        let mut acknowledged: Vec<i64> = self
+            .voters
+            .iter()
+            .map(|v| {
+                if *v == self.local.id {
+                    own
+                } else {
+                    leader
+                        .replicas
+                        .get(v)
+                        .and_then(|r| r.end_offset)
+                        .unwrap_or(-1)
+                }
+            })
+            .collect();
+        acknowledged.sort_unstable_by(|a, b| b.cmp(a));
+        let majority = self.election.majority();
+        assert!(
+            majority <= acknowledged.len(),
+            "a majority beyond the voters"
+        );
+        let candidate = acknowledged[majority - 1];
+        let own_epoch = candidate > leader.epoch_start_offset || self.bugs.commit_previous_epoch;
+        if own_epoch && candidate > self.high_watermark {
+            assert!(
+                candidate <= self.log.end_offset(),
+                "a high watermark past the log end"
+            );
+            self.high_watermark = candidate;
+            self.ready.high_watermark = Some(candidate);
+            self.release_parked(now_ms);
+        }
+    }
+
+    /// The fetch loop of a follower or observer: one fetch at a time, to the leader (or, for
+    /// an observer that knows none, to a voter in turn), and under the default policy only
+    /// once everything appended is synced, so that its offset acknowledges synced records.
+    fn maybe_fetch(&mut self, now_ms: u64) {
+        if self.leader.is_some() || self.fetch.in_flight.is_some() {
+            return;
+        }
+        if !self.bugs.ack_unsynced && self.log.synced_offset() < self.log.end_offset() {
+            return;
+        }
+        let target = match self.election.role() {
+            Role::Follower { leader_id } if !self.fetch.leader_lost => *leader_id,
+            _ if !self.election.is_voter() => {
+                let voters: Vec<i32> = self.voters.iter().copied().collect();
+                voters[self.fetch.bootstrap_next % voters.len()]
+            }
+            _ => return,
+        };
+        self.fetch.next_request_id += 1;
+        let request_id = self.fetch.next_request_id;
+        let request = FetchRequest {
+            request_id,
+            replica: self.local,
+            epoch: self.epoch(),
+            fetch_offset: self.log.end_offset(),
+            last_fetched_epoch: self.log.last_epoch(),
+        };
+        self.fetch.in_flight = Some((target, now_ms, request_id));
+        self.send(target, Message::Fetch(request));
+    }
+
+    fn on_fetch_response(&mut self, now_ms: u64, from: i32, response: FetchResponse) {
+        if self.fetch.in_flight.map(|(to, _, id)| (to, id)) != Some((from, response.request_id)) {
+            // Not the answer to the outstanding fetch: a late one, or a duplicate.
+            return;
+        }
+        self.fetch.in_flight = None;
+        if response.epoch > self.epoch() {
+            let leader = response
+                .leader_id
+                .or(response.error.is_none().then_some(from));
+            self.on_higher_epoch(now_ms, response.epoch, leader);
+        }
+        if response.epoch < self.epoch() || self.leader.is_some() {
+            return;
+        }
+        if let Some(error) = response.error {
+            if let Some(leader) = response.leader_id.filter(|l| *l != self.local.id) {
+                let looking = self.leader_id().is_none() || self.fetch.leader_lost;
+                if looking
+                    && error == QuorumError::NotLeader
+                    && self.follow(now_ms, response.epoch, leader)
+                {
+                    // Told where the leader is: ask it next.
+                    self.fetch.leader_lost = false;
+                }
+            }
+            return;
+        }
+        if self.leader_id() != Some(from) && !self.follow(now_ms, response.epoch, from) {
+            return;
+        }
+        self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
+        self.fetch.last_heard_ms = Some(now_ms);
+        self.fetch.leader_lost = false;
+        if let Some(diverging) = response.diverging {
+            self.truncate_diverging(diverging);
+            return;
+        }
+        for batch in response.batches {
+            if batch.next_offset() <= self.log.end_offset() {
+                continue;
+            }
+            if batch.base_offset != self.log.end_offset()
+                || batch.epoch < self.log.last_epoch()
+                || batch.epoch > response.epoch
+                || batch.records.is_empty()
+            {
+                tracing::warn!(
+                    node = self.local.id,
+                    base_offset = batch.base_offset,
+                    epoch = batch.epoch,
+                    log_end_offset = self.log.end_offset(),
+                    "raft: a fetched batch does not continue the log; the rest of the answer is dropped"
+                );
+                break;
+            }
+            self.log
+                .append(batch.base_offset, batch.next_offset(), batch.epoch);
+            self.ready.log_ops.push(LogOp::Append(batch));
+            self.ready.sync = true;
+        }
+        let high_watermark = response.high_watermark.min(self.log.end_offset());
+        if high_watermark > self.high_watermark {
+            self.high_watermark = high_watermark;
+            self.ready.high_watermark = Some(high_watermark);
+        }
+    }
+
+    /// Kafka's `truncateToEndOffset`: cut the log where it stops matching the leader's.
+    fn truncate_diverging(&mut self, diverging: EpochEnd) {
+        let local = self.log.end_offset_for_epoch(diverging.epoch);
+        let mut to = if local.epoch == diverging.epoch {
+            local.end_offset.min(diverging.end_offset)
+        } else if local.epoch == UNDEFINED_EPOCH {
+            diverging.end_offset.min(self.log.end_offset())
+        } else {
+            local.end_offset
+        };
+        to = to.clamp(self.log.start_offset(), self.log.end_offset());
+        if self.bugs.truncate_below_committed && self.high_watermark > self.log.start_offset() {
+            to = to.min(self.high_watermark - 1);
+        } else if self.bugs == RaftBugs::default() {
+            // With a planted bug the high watermark may be wrong; the simulation's checker,
+            // not this assertion, is what must catch that.
+            assert!(
+                to >= self.high_watermark,
+                "a truncation below the high watermark"
+            );
+        }
+        self.ready.events.push(RaftEvent::Truncated {
+            to,
+            high_watermark: self.high_watermark,
+        });
+        if to < self.log.end_offset() {
+            self.log.truncate_to(to);
+            self.ready.log_ops.push(LogOp::Truncate(to));
+        }
+    }
+
+    fn check(&self) {
+        assert!(
+            self.high_watermark <= self.log.end_offset() || self.bugs != RaftBugs::default(),
+            "the high watermark past the log end"
+        );
+        assert!(self.voters.len() <= VOTERS_MAX, "too many voters");
+        match (&self.leader, self.election.role()) {
+            (Some(leader), Role::Leader) => {
+                assert!(
+                    leader.epoch_start_offset < self.log.end_offset(),
+                    "a leader without its leader-change record"
+                );
+                assert!(
+                    leader.parked.len() <= VOTERS_MAX + OBSERVERS_MAX,
+                    "held fetches beyond the replicas"
+                );
+            }
+            (None, Role::Leader) => panic!("a leader role without leader state"),
+            (Some(_), _) => panic!("leader state without the leader role"),
+            (None, _) => {}
+        }
+    }
+}

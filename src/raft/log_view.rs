@@ -1,0 +1,172 @@
+//! The Raft core's picture of its own log: where it starts and ends, how much of it is
+//! synced, and the epoch of each stretch (the same leader-epoch cache the partition log
+//! keeps, [`crate::log::leader_epoch::LeaderEpochCache`]). The core changes the picture when
+//! it asks the driver for an append or a truncation, and the driver tells it what it synced;
+//! the records themselves stay on disk, where the driver reads them for fetch answers and
+//! for the state machine.
+//!
+//! Invariants (asserted on every change):
+//! - `start_offset <= synced_offset <= end_offset`;
+//! - appends continue the log end, with an epoch at or above the latest one;
+//! - a truncation cuts the synced end with the log end and forgets the epochs above it.
+
+use crate::log::leader_epoch::{EpochEnd, LeaderEpochCache};
+
+use super::election::LogPosition;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogView {
+    start_offset: i64,
+    end_offset: i64,
+    synced_offset: i64,
+    epochs: LeaderEpochCache,
+}
+
+impl LogView {
+    /// An empty log starting at offset 0.
+    pub fn empty() -> LogView {
+        LogView {
+            start_offset: 0,
+            end_offset: 0,
+            synced_offset: 0,
+            epochs: LeaderEpochCache::default(),
+        }
+    }
+
+    /// The picture of a log as it was opened: all of it is durable, since recovery dropped
+    /// whatever a crash left unsynced.
+    pub fn opened(start_offset: i64, end_offset: i64, epochs: LeaderEpochCache) -> LogView {
+        let view = LogView {
+            start_offset,
+            end_offset,
+            synced_offset: end_offset,
+            epochs,
+        };
+        view.check();
+        view
+    }
+
+    pub fn start_offset(&self) -> i64 {
+        self.start_offset
+    }
+
+    /// Kafka's LogEndOffset: the offset the next batch gets.
+    pub fn end_offset(&self) -> i64 {
+        self.end_offset
+    }
+
+    /// The end of what the driver reported synced.
+    pub fn synced_offset(&self) -> i64 {
+        self.synced_offset
+    }
+
+    /// The epoch of the log's last batch; 0 for an empty log (Kafka's convention, so a
+    /// follower with nothing fetches with last fetched epoch 0).
+    pub fn last_epoch(&self) -> i32 {
+        self.epochs.latest_epoch().unwrap_or(0)
+    }
+
+    /// Where the log ends, as elections compare logs.
+    pub fn position(&self) -> LogPosition {
+        LogPosition {
+            last_epoch: self.last_epoch(),
+            end_offset: self.end_offset,
+        }
+    }
+
+    /// Where `epoch` ends in this log (Kafka's `endOffsetForEpoch`).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> EpochEnd {
+        self.epochs.end_offset_for(epoch, self.end_offset)
+    }
+
+    pub fn epoch_for_offset(&self, offset: i64) -> Option<i32> {
+        self.epochs.epoch_for_offset(offset)
+    }
+
+    /// A batch of `epoch` holding offsets `base_offset..next_offset` was appended.
+    pub fn append(&mut self, base_offset: i64, next_offset: i64, epoch: i32) {
+        assert_eq!(base_offset, self.end_offset, "an append not at the log end");
+        assert!(next_offset > base_offset, "an empty batch");
+        assert!(epoch >= self.last_epoch(), "an append of an older epoch");
+        assert!(epoch >= 0, "an append without an epoch");
+        self.epochs.assign(epoch, base_offset);
+        self.end_offset = next_offset;
+        self.check();
+    }
+
+    /// The driver synced the log up to `offset`.
+    pub fn synced(&mut self, offset: i64) {
+        // A sync report can arrive after a truncation cut below it; what it names above the
+        // end is gone.
+        let offset = offset.min(self.end_offset);
+        if offset > self.synced_offset {
+            self.synced_offset = offset;
+        }
+        self.check();
+    }
+
+    /// The log is cut to end at `offset`.
+    pub fn truncate_to(&mut self, offset: i64) {
+        assert!(
+            offset >= self.start_offset,
+            "a truncation below the log start"
+        );
+        if offset >= self.end_offset {
+            return;
+        }
+        self.end_offset = offset;
+        self.synced_offset = self.synced_offset.min(offset);
+        self.epochs.truncate_from_end(offset);
+        if self.start_offset == self.end_offset {
+            self.epochs.clear();
+        }
+        self.check();
+    }
+
+    fn check(&self) {
+        assert!(self.start_offset >= 0, "a negative log start");
+        assert!(
+            self.start_offset <= self.synced_offset,
+            "synced below the start"
+        );
+        assert!(self.synced_offset <= self.end_offset, "synced past the end");
+        if let Some(first) = self.epochs.entries().first() {
+            assert!(
+                first.start_offset < self.end_offset,
+                "an epoch past the end"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_truncations_and_syncs_keep_the_picture_consistent() {
+        let mut view = LogView::empty();
+        assert_eq!(view.last_epoch(), 0);
+        view.append(0, 3, 1);
+        view.append(3, 5, 1);
+        view.append(5, 9, 3);
+        assert_eq!(view.end_offset_for_epoch(1).end_offset, 5);
+        assert_eq!(view.end_offset_for_epoch(2).epoch, 1);
+        assert_eq!(view.end_offset_for_epoch(3).end_offset, 9);
+        view.synced(9);
+        view.truncate_to(4);
+        assert_eq!((view.end_offset(), view.synced_offset()), (4, 4));
+        assert_eq!(view.last_epoch(), 1);
+        view.synced(9);
+        assert_eq!(view.synced_offset(), 4, "a late sync report past the end");
+        view.truncate_to(0);
+        assert_eq!(view.last_epoch(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "an append not at the log end")]
+    fn an_append_must_continue_the_log() {
+        let mut view = LogView::empty();
+        view.append(1, 2, 1);
+    }
+}
