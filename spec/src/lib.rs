@@ -30,6 +30,9 @@
 //! - [`quorum`] judges a Raft quorum from what its nodes reported and their
 //!   logs after the run (election-safety, epoch-regress, committed-diverge,
 //!   truncated-committed, lost-committed, no-leader, not-converged).
+//! - [`register`] judges a replicated register's client operations against
+//!   the committed log's order: linearizability in linear time (duplicate-op,
+//!   lost-op, failed-applied, wrong-result, realtime-order, stale-read).
 //!
 //! Everything is deterministic: the same run yields the same history
 //! rendering and the same report, byte for byte, so a failing seed can be
@@ -41,6 +44,7 @@ pub mod groups;
 pub mod history;
 pub mod model;
 pub mod quorum;
+pub mod register;
 
 pub use checker::{
     check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
