@@ -69,6 +69,9 @@ pub struct RaftConfig {
     pub fetch_max_wait_ms: u64,
     /// Bytes of batches one fetch answer carries at most.
     pub fetch_max_bytes: usize,
+    /// `controller.quorum.retry.backoff.ms` (default 20): the wait before a fetch that was
+    /// refused is sent again.
+    pub retry_backoff_ms: u64,
 }
 
 impl RaftConfig {
@@ -79,6 +82,7 @@ impl RaftConfig {
         request_timeout_ms: 2000,
         fetch_max_wait_ms: 500,
         fetch_max_bytes: 1 << 20,
+        retry_backoff_ms: 20,
     };
 
     pub fn validate(&self) -> Result<(), String> {
@@ -103,6 +107,20 @@ impl RaftConfig {
             return Err(format!(
                 "the fetch max wait ({} ms) must be below controller.quorum.fetch.timeout.ms ({} ms)",
                 self.fetch_max_wait_ms, self.fetch_timeout_ms
+            ));
+        }
+        if self.fetch_max_wait_ms >= self.request_timeout_ms {
+            // A held fetch would time out at its sender and be replaced, restarting the hold,
+            // so an idle follower would never hear an answer.
+            return Err(format!(
+                "the fetch max wait ({} ms) must be below controller.quorum.request.timeout.ms ({} ms)",
+                self.fetch_max_wait_ms, self.request_timeout_ms
+            ));
+        }
+        if self.retry_backoff_ms >= self.request_timeout_ms {
+            return Err(format!(
+                "controller.quorum.retry.backoff.ms ({} ms) must be below controller.quorum.request.timeout.ms ({} ms)",
+                self.retry_backoff_ms, self.request_timeout_ms
             ));
         }
         if self.fetch_max_bytes == 0 || self.fetch_max_bytes > FETCH_MAX_BYTES_MAX {
@@ -158,8 +176,10 @@ pub struct Ready {
     pub persist: Option<ElectionState>,
     pub log_ops: Vec<LogOp>,
     pub messages: Vec<Envelope>,
-    /// Sync the log up to its end, then call [`Raft::synced`].
-    pub sync: bool,
+    /// Sync the log up to its end, then call [`Raft::synced`] with the offset synced to and
+    /// this generation (the log's truncation count when the sync was asked for; a later
+    /// request's generation supersedes an earlier one).
+    pub sync: Option<u64>,
     /// The high watermark moved here: records below it are committed and may be applied.
     pub high_watermark: Option<i64>,
     pub events: Vec<RaftEvent>,
@@ -170,7 +190,7 @@ impl Ready {
         self.persist.is_none()
             && self.log_ops.is_empty()
             && self.messages.is_empty()
-            && !self.sync
+            && self.sync.is_none()
             && self.high_watermark.is_none()
             && self.events.is_empty()
     }
@@ -239,6 +259,8 @@ struct FetchState {
     leader_lost: bool,
     /// The leader resigned (EndQuorumEpoch): its followers grant pre-votes at once.
     leader_resigned: bool,
+    /// A refused fetch is sent again no sooner than this.
+    retry_at_ms: u64,
     /// When the leader was last heard from directly (a fetch answer, BeginQuorumEpoch):
     /// only that refuses a pre-vote, not a peer's word that it leads.
     last_heard_ms: Option<u64>,
@@ -301,6 +323,13 @@ impl Raft {
         // run is not taken for one to this run's fetch.
         raft.fetch.next_request_id = raft.random_below(1 << 40) << 20;
         raft.reset_election_deadline(now_ms);
+        if raft.log.last_epoch() > raft.epoch() {
+            // The quorum-state file is behind the log (Kafka's QuorumState.initialize): enter
+            // the log's epoch, so that no vote or leadership of an epoch already in the log
+            // is given again.
+            let persisted = raft.election.become_unattached(raft.log.last_epoch());
+            raft.persist(persisted.0);
+        }
         if raft.voters.len() == 1 && raft.election.is_voter() {
             // A quorum of one has no one to wait for.
             raft.election_deadline_ms = now_ms;
@@ -382,6 +411,8 @@ impl Raft {
         }
         if let Some((_, sent_ms, _)) = self.fetch.in_flight {
             next = next.min(sent_ms + self.config.request_timeout_ms);
+        } else if self.fetch.retry_at_ms > self.last_input_ms {
+            next = next.min(self.fetch.retry_at_ms);
         }
         match self.election.role() {
             Role::Follower { .. } => next.min(self.fetch.deadline_ms),
@@ -571,7 +602,9 @@ impl Raft {
             self.start_election(now_ms);
             return;
         }
-        let request = self.election.pre_vote_request(self.log.position());
+        // A candidate claims only its synced log: a vote won on records a power loss then
+        // takes would let it lead without an entry a majority committed.
+        let request = self.election.pre_vote_request(self.log.synced_position());
         for voter in self.other_voters() {
             self.send(voter, Message::Vote(request));
         }
@@ -589,7 +622,7 @@ impl Raft {
                 return;
             }
         }
-        let request = self.election.vote_request(self.log.position());
+        let request = self.election.vote_request(self.log.synced_position());
         for voter in self.other_voters() {
             self.send(voter, Message::Vote(request));
         }
@@ -658,7 +691,7 @@ impl Raft {
             .append(batch.base_offset, batch.next_offset(), batch.epoch);
         let base_offset = batch.base_offset;
         self.ready.log_ops.push(LogOp::Append(batch));
-        self.ready.sync = true;
+        self.ready.sync = Some(self.log.generation());
         base_offset
     }
 
@@ -682,9 +715,9 @@ impl Raft {
         Ok(base_offset)
     }
 
-    /// The driver synced the log up to `offset`.
-    pub fn synced(&mut self, now_ms: u64, offset: i64) {
-        self.log.synced(offset);
+    /// The driver synced the log up to `offset`, by a sync asked for in `generation`.
+    pub fn synced(&mut self, now_ms: u64, offset: i64, generation: u64) {
+        self.log.synced(offset, generation);
         if self.leader.is_some() {
             self.maybe_advance_high_watermark(now_ms);
         }
@@ -1192,7 +1225,10 @@ impl Raft {
     /// an observer that knows none, to a voter in turn), and under the default policy only
     /// once everything appended is synced, so that its offset acknowledges synced records.
     fn maybe_fetch(&mut self, now_ms: u64) {
-        if self.leader.is_some() || self.fetch.in_flight.is_some() {
+        if self.leader.is_some()
+            || self.fetch.in_flight.is_some()
+            || now_ms < self.fetch.retry_at_ms
+        {
             return;
         }
         if !self.bugs.ack_unsynced && self.log.synced_offset() < self.log.end_offset() {
@@ -1235,6 +1271,7 @@ impl Raft {
             return;
         }
         if let Some(error) = response.error {
+            self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
             if let Some(leader) = response.leader_id.filter(|l| *l != self.local.id) {
                 let looking = self.leader_id().is_none() || self.fetch.leader_lost;
                 if looking
@@ -1278,7 +1315,7 @@ impl Raft {
             self.log
                 .append(batch.base_offset, batch.next_offset(), batch.epoch);
             self.ready.log_ops.push(LogOp::Append(batch));
-            self.ready.sync = true;
+            self.ready.sync = Some(self.log.generation());
         }
         let high_watermark = response.high_watermark.min(self.log.end_offset());
         if high_watermark > self.high_watermark {
@@ -1315,6 +1352,11 @@ impl Raft {
         if to < self.log.end_offset() {
             self.log.truncate_to(to);
             self.ready.log_ops.push(LogOp::Truncate(to));
+            if self.log.synced_offset() < self.log.end_offset() {
+                // A sync asked for before the cut no longer counts; what is left unsynced
+                // needs one of this generation before the next fetch acknowledges it.
+                self.ready.sync = Some(self.log.generation());
+            }
         }
     }
 
@@ -1339,5 +1381,81 @@ impl Raft {
             (Some(_), _) => panic!("leader state without the leader role"),
             (None, _) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::leader_epoch::LeaderEpochCache;
+
+    fn replica(log: LogView, persisted: ElectionState) -> Raft {
+        Raft::new(
+            RaftConfig::DEFAULT,
+            ReplicaKey::node(1),
+            BTreeSet::from([1, 2, 3]),
+            persisted,
+            log,
+            0,
+            7,
+        )
+        .expect("a replica")
+    }
+
+    #[test]
+    fn a_candidate_claims_only_its_synced_log() {
+        let mut log = LogView::empty();
+        log.append(0, 5, 1);
+        log.synced(5, log.generation());
+        log.append(5, 9, 1);
+        let mut raft = replica(log, ElectionState::INITIAL);
+        raft.tick(raft.next_deadline_ms());
+        let ready = raft.ready();
+        let claims: Vec<i64> = ready
+            .messages
+            .iter()
+            .filter_map(|m| match &m.message {
+                Message::Vote(request) => Some(request.candidate_log.end_offset),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            claims,
+            vec![5, 5],
+            "pre-votes to both peers, for the synced end"
+        );
+    }
+
+    #[test]
+    fn a_quorum_state_behind_the_log_is_moved_to_the_logs_epoch() {
+        let epochs = LeaderEpochCache::from_entries(vec![
+            crate::log::leader_epoch::EpochEntry {
+                epoch: 1,
+                start_offset: 0,
+            },
+            crate::log::leader_epoch::EpochEntry {
+                epoch: 3,
+                start_offset: 4,
+            },
+        ])
+        .expect("epochs");
+        let mut raft = replica(LogView::opened(0, 8, epochs), ElectionState::INITIAL);
+        assert_eq!(raft.epoch(), 3);
+        assert_eq!(raft.ready().persist.map(|p| p.epoch), Some(3));
+    }
+
+    #[test]
+    fn settings_that_would_stall_an_idle_follower_are_refused() {
+        let config = RaftConfig {
+            fetch_max_wait_ms: 500,
+            request_timeout_ms: 400,
+            ..RaftConfig::DEFAULT
+        };
+        let error = config.validate().expect_err("refused");
+        assert!(
+            error.contains("controller.quorum.request.timeout.ms"),
+            "{error}"
+        );
+        assert!(RaftConfig::DEFAULT.validate().is_ok());
     }
 }

@@ -37,6 +37,16 @@ pub struct ReplicaKey {
     pub directory_id: Option<[u8; 16]>,
 }
 
+impl ReplicaKey {
+    /// A replica known by its node id alone (a static voter set names no directories).
+    pub const fn node(id: i32) -> ReplicaKey {
+        ReplicaKey {
+            id,
+            directory_id: None,
+        }
+    }
+}
+
 /// Where a log ends, compared as Raft compares logs: by last epoch, then end offset.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LogPosition {
@@ -498,10 +508,7 @@ mod tests {
     use super::*;
 
     fn key(id: i32) -> ReplicaKey {
-        ReplicaKey {
-            id,
-            directory_id: None,
-        }
+        ReplicaKey::node(id)
     }
 
     fn at(last_epoch: i32, end_offset: i64) -> LogPosition {

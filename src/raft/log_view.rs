@@ -20,6 +20,9 @@ pub struct LogView {
     end_offset: i64,
     synced_offset: i64,
     epochs: LeaderEpochCache,
+    /// Counts truncations: a sync report names the generation its sync started in, and one
+    /// from before a truncation is ignored (it may cover offsets since rewritten).
+    generation: u64,
 }
 
 impl LogView {
@@ -30,17 +33,20 @@ impl LogView {
             end_offset: 0,
             synced_offset: 0,
             epochs: LeaderEpochCache::default(),
+            generation: 0,
         }
     }
 
     /// The picture of a log as it was opened: all of it is durable, since recovery dropped
-    /// whatever a crash left unsynced.
+    /// whatever a crash left unsynced and the driver syncs the log at open (a process kill
+    /// leaves written but unsynced data in the page cache, which a later power loss takes).
     pub fn opened(start_offset: i64, end_offset: i64, epochs: LeaderEpochCache) -> LogView {
         let view = LogView {
             start_offset,
             end_offset,
             synced_offset: end_offset,
             epochs,
+            generation: 0,
         };
         view.check();
         view
@@ -64,6 +70,27 @@ impl LogView {
     /// follower with nothing fetches with last fetched epoch 0).
     pub fn last_epoch(&self) -> i32 {
         self.epochs.latest_epoch().unwrap_or(0)
+    }
+
+    /// The generation a sync started now belongs to.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Where the synced part of the log ends, as elections compare logs: what a candidate
+    /// may claim, since it survives a power loss.
+    pub fn synced_position(&self) -> LogPosition {
+        let last_epoch = if self.synced_offset > self.start_offset {
+            self.epochs
+                .epoch_for_offset(self.synced_offset - 1)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        LogPosition {
+            last_epoch,
+            end_offset: self.synced_offset,
+        }
     }
 
     /// Where the log ends, as elections compare logs.
@@ -94,10 +121,13 @@ impl LogView {
         self.check();
     }
 
-    /// The driver synced the log up to `offset`.
-    pub fn synced(&mut self, offset: i64) {
-        // A sync report can arrive after a truncation cut below it; what it names above the
-        // end is gone.
+    /// The driver synced the log up to `offset`, with a sync started in `generation`.
+    pub fn synced(&mut self, offset: i64, generation: u64) {
+        if generation != self.generation {
+            // Started before a truncation: the offsets it names may have been rewritten
+            // since, unsynced.
+            return;
+        }
         let offset = offset.min(self.end_offset);
         if offset > self.synced_offset {
             self.synced_offset = offset;
@@ -116,6 +146,7 @@ impl LogView {
         }
         self.end_offset = offset;
         self.synced_offset = self.synced_offset.min(offset);
+        self.generation += 1;
         self.epochs.truncate_from_end(offset);
         if self.start_offset == self.end_offset {
             self.epochs.clear();
@@ -153,12 +184,22 @@ mod tests {
         assert_eq!(view.end_offset_for_epoch(1).end_offset, 5);
         assert_eq!(view.end_offset_for_epoch(2).epoch, 1);
         assert_eq!(view.end_offset_for_epoch(3).end_offset, 9);
-        view.synced(9);
+        let before = view.generation();
+        view.synced(7, before);
+        assert_eq!(view.synced_position().last_epoch, 3);
         view.truncate_to(4);
         assert_eq!((view.end_offset(), view.synced_offset()), (4, 4));
         assert_eq!(view.last_epoch(), 1);
-        view.synced(9);
-        assert_eq!(view.synced_offset(), 4, "a late sync report past the end");
+        view.append(4, 9, 4);
+        view.synced(9, before);
+        assert_eq!(
+            view.synced_offset(),
+            4,
+            "a sync started before the truncation"
+        );
+        assert_eq!(view.synced_position().end_offset, 4);
+        view.synced(9, view.generation());
+        assert_eq!(view.synced_offset(), 9);
         view.truncate_to(0);
         assert_eq!(view.last_epoch(), 0);
     }
