@@ -160,6 +160,9 @@ struct Waiting {
     deadline_ms: u64,
 }
 
+/// Messages the network may hold at once; a run that exceeds this is a livelock.
+const IN_FLIGHT_MAX: usize = 10_000;
+
 /// Sequential clients of the register; each has at most one operation in flight.
 const CLIENTS: usize = 3;
 /// How long a client waits for its operation before it gives up (an unknown outcome).
@@ -216,8 +219,6 @@ struct Cluster {
     next_propose_ms: u64,
     proposed: u64,
     cluster_power_losses: u32,
-    /// Messages a step may put in flight; a run that exceeds this is a livelock.
-    in_flight_max: usize,
     /// Event-timed faults: isolate this node at this time, for this long. A new leader is
     /// sometimes cut off before its leader-change record spreads, and a leader sometimes
     /// just as its high watermark moves: the moments at which commit rules matter.
@@ -252,7 +253,6 @@ impl Cluster {
             next_propose_ms: 0,
             proposed: 0,
             cluster_power_losses: 0,
-            in_flight_max: 10_000,
             timed_isolations: Vec::new(),
             faults_on: true,
             clients: [None; CLIENTS],
@@ -351,9 +351,8 @@ impl Cluster {
         self.network
             .insert((self.now_ms + delay, self.sequence), envelope);
         assert!(
-            self.network.len() <= self.in_flight_max,
-            "messages in flight beyond {}",
-            self.in_flight_max
+            self.network.len() <= IN_FLIGHT_MAX,
+            "messages in flight beyond {IN_FLIGHT_MAX}"
         );
     }
 
@@ -861,6 +860,30 @@ impl Cluster {
             .collect()
     }
 
+    /// Runs in steps of `step_ms` until a node `among` accepts becomes leader (returned),
+    /// or `deadline_ms` passes.
+    fn await_leader(
+        &mut self,
+        among: impl Fn(i32) -> bool,
+        step_ms: u64,
+        deadline_ms: u64,
+        proposals: bool,
+    ) -> Option<i32> {
+        let seen = self.history.events.len();
+        while self.now_ms < deadline_ms {
+            let next = self.now_ms + step_ms;
+            self.run_until(next, false, proposals);
+            let found = self.history.events[seen..].iter().find_map(|e| match e {
+                QuorumEvent::Leader { node, .. } if among(*node) => Some(*node),
+                _ => None,
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
     /// Leaders elected over the run.
     fn elections(&self) -> usize {
         self.history
@@ -1185,17 +1208,7 @@ fn figure_8(seed: u64, bugs: RaftBugs) -> (Vec<Finding>, bool) {
     let t = cluster.now_ms;
     cluster.run_until(t + 300, false, true);
     // Wait for one of the rest to lead, and cut it off at once.
-    let seen = cluster.history.events.len();
-    let mut s = None;
-    while s.is_none() && cluster.now_ms < t + 20_000 {
-        let next = cluster.now_ms + 1;
-        cluster.run_until(next, false, false);
-        s = cluster.history.events[seen..].iter().find_map(|e| match e {
-            QuorumEvent::Leader { node, .. } if rest.contains(node) => Some(*node),
-            _ => None,
-        });
-    }
-    let Some(s) = s else {
+    let Some(s) = cluster.await_leader(|n| rest.contains(&n), 1, t + 20_000, false) else {
         return (Vec::new(), false);
     };
     let all: Vec<i32> = (1..=5).collect();
@@ -1415,18 +1428,12 @@ fn measure_elections_and_failover() {
             };
             let isolated_at = cluster.now_ms;
             cluster.isolate(leader, 60_000);
-            let seen = cluster.history.events.len();
-            let mut found = None;
-            while found.is_none() && cluster.now_ms < isolated_at + 30_000 {
-                let next = cluster.now_ms + 10;
-                cluster.run_until(next, false, true);
-                found = cluster.history.events[seen..].iter().find_map(|e| match e {
-                    QuorumEvent::Leader { node, .. } if *node != leader => Some(cluster.now_ms),
-                    _ => None,
-                });
-            }
-            if let Some(at) = found {
-                times.push(at - isolated_at);
+            let deadline_ms = isolated_at + 30_000;
+            if cluster
+                .await_leader(|n| n != leader, 10, deadline_ms, true)
+                .is_some()
+            {
+                times.push(cluster.now_ms - isolated_at);
             }
         }
         times.sort_unstable();

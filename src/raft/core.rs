@@ -451,7 +451,7 @@ impl Raft {
             if let Some(leader) = &mut self.leader {
                 leader.parked.remove(&request.replica.id);
             }
-            self.answer_fetch(now_ms, request, None);
+            self.answer_fetch(request, None);
         }
         let epoch = self.epoch();
         let request_timeout_ms = self.config.request_timeout_ms;
@@ -602,9 +602,19 @@ impl Raft {
             self.start_election(now_ms);
             return;
         }
-        // A candidate claims only its synced log: a vote won on records a power loss then
-        // takes would let it lead without an entry a majority committed.
-        let request = self.election.pre_vote_request(self.log.synced_position());
+        self.ask_for_votes(true);
+    }
+
+    /// Sends the (pre-)vote request to every other voter. A candidate claims only its
+    /// synced log: a vote won on records a power loss then takes would let it lead without
+    /// an entry a majority committed.
+    fn ask_for_votes(&mut self, pre_vote: bool) {
+        let position = self.log.synced_position();
+        let request = if pre_vote {
+            self.election.pre_vote_request(position)
+        } else {
+            self.election.vote_request(position)
+        };
         for voter in self.other_voters() {
             self.send(voter, Message::Vote(request));
         }
@@ -622,10 +632,7 @@ impl Raft {
                 return;
             }
         }
-        let request = self.election.vote_request(self.log.synced_position());
-        for voter in self.other_voters() {
-            self.send(voter, Message::Vote(request));
-        }
+        self.ask_for_votes(false);
     }
 
     fn become_leader(&mut self, now_ms: u64) {
@@ -678,7 +685,7 @@ impl Raft {
                 },
             );
         }
-        self.maybe_advance_high_watermark(now_ms);
+        self.maybe_advance_high_watermark();
     }
 
     fn append_own(&mut self, records: Vec<RaftRecord>) -> i64 {
@@ -697,7 +704,8 @@ impl Raft {
 
     /// The leader appends `records` as one batch of its epoch; returns its base offset. The
     /// records are committed once the high watermark passes them.
-    pub fn propose(&mut self, now_ms: u64, records: Vec<Bytes>) -> Result<i64, ProposeError> {
+    /// It takes the time as every input does; no timer depends on a proposal yet.
+    pub fn propose(&mut self, _now_ms: u64, records: Vec<Bytes>) -> Result<i64, ProposeError> {
         if self.leader.is_none() {
             return Err(ProposeError::NotLeader {
                 leader_id: self.leader_id(),
@@ -709,8 +717,8 @@ impl Raft {
             });
         }
         let base_offset = self.append_own(records.into_iter().map(RaftRecord::Data).collect());
-        self.release_parked(now_ms);
-        self.maybe_advance_high_watermark(now_ms);
+        self.release_parked();
+        self.maybe_advance_high_watermark();
         self.check();
         Ok(base_offset)
     }
@@ -719,7 +727,7 @@ impl Raft {
     pub fn synced(&mut self, now_ms: u64, offset: i64, generation: u64) {
         self.log.synced(offset, generation);
         if self.leader.is_some() {
-            self.maybe_advance_high_watermark(now_ms);
+            self.maybe_advance_high_watermark();
         }
         self.maybe_fetch(now_ms);
         self.check();
@@ -1093,18 +1101,18 @@ impl Raft {
         }
         if let Some(diverging) = self.diverging(&request) {
             self.touch_replica(from, now_ms, None);
-            self.answer_fetch(now_ms, request, Some(diverging));
+            self.answer_fetch(request, Some(diverging));
             return;
         }
         self.touch_replica(from, now_ms, Some(request.fetch_offset));
-        self.maybe_advance_high_watermark(now_ms);
+        self.maybe_advance_high_watermark();
         let last_sent = self
             .leader
             .as_ref()
             .and_then(|l| l.replicas.get(&from))
             .map_or(-1, |r| r.last_sent_high_watermark);
         if request.fetch_offset < self.log.end_offset() || last_sent < self.high_watermark {
-            self.answer_fetch(now_ms, request, None);
+            self.answer_fetch(request, None);
         } else if let Some(leader) = &mut self.leader {
             // Nothing new to tell: hold the fetch (long poll).
             leader
@@ -1138,7 +1146,7 @@ impl Raft {
         leader.begin_sent_ms.remove(&id);
     }
 
-    fn answer_fetch(&mut self, _now_ms: u64, request: FetchRequest, diverging: Option<EpochEnd>) {
+    fn answer_fetch(&mut self, request: FetchRequest, diverging: Option<EpochEnd>) {
         let high_watermark = self.high_watermark;
         if let Some(leader) = &mut self.leader {
             if let Some(replica) = leader.replicas.get_mut(&request.replica.id) {
@@ -1166,19 +1174,19 @@ impl Raft {
     }
 
     /// New records or a new high watermark: answer every held fetch.
-    fn release_parked(&mut self, now_ms: u64) {
+    fn release_parked(&mut self) {
         let parked = match &mut self.leader {
             Some(leader) => std::mem::take(&mut leader.parked),
             None => return,
         };
         for (request, _) in parked.into_values() {
-            self.answer_fetch(now_ms, request, None);
+            self.answer_fetch(request, None);
         }
     }
 
     /// Kafka's `LeaderState.maybeUpdateHighWatermark`: the largest offset a majority of
     /// voters acknowledged, if it lies past the epoch's start.
-    fn maybe_advance_high_watermark(&mut self, now_ms: u64) {
+    fn maybe_advance_high_watermark(&mut self) {
         let Some(leader) = &self.leader else {
             return;
         };
@@ -1217,7 +1225,7 @@ impl Raft {
             );
             self.high_watermark = candidate;
             self.ready.high_watermark = Some(candidate);
-            self.release_parked(now_ms);
+            self.release_parked();
         }
     }
 
