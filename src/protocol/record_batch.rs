@@ -1135,6 +1135,9 @@ pub struct BatchBuilder {
     producer_epoch: i16,
     base_sequence: i32,
     transactional: bool,
+    /// Kafka's control bit: the batch holds control records (transaction markers, KRaft's
+    /// LeaderChange and voter records), which consumers skip.
+    control: bool,
     /// KIP-534's delete horizon: when set, the batch's base timestamp (and attribute bit
     /// 0x40).
     delete_horizon_ms: Option<i64>,
@@ -1161,6 +1164,7 @@ impl BatchBuilder {
             producer_epoch: -1,
             base_sequence: -1,
             transactional: false,
+            control: false,
             delete_horizon_ms: None,
             kept: None,
             records: BytesMut::new(),
@@ -1239,6 +1243,12 @@ impl BatchBuilder {
 
     pub fn transactional(mut self, yes: bool) -> Self {
         self.transactional = yes;
+        self
+    }
+
+    /// Marks the batch as one of control records.
+    pub fn control(mut self, yes: bool) -> Self {
+        self.control = yes;
         self
     }
 
@@ -1373,6 +1383,9 @@ impl BatchBuilder {
         }
         if self.delete_horizon_ms.is_some() {
             attributes |= DELETE_HORIZON_BIT;
+        }
+        if self.control {
+            attributes |= CONTROL_BIT;
         }
         let mut last_offset_delta = self.last_offset_delta;
         let mut max_timestamp = self.max_timestamp;

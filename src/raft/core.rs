@@ -222,12 +222,35 @@ impl std::fmt::Display for ProposeError {
 
 impl std::error::Error for ProposeError {}
 
+/// One replica as the leader sees it, for DescribeQuorum (times on the core's clock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaDescription {
+    pub id: i32,
+    /// Its log end as of its last fetch (the leader's own log end for the leader).
+    pub end_offset: Option<i64>,
+    pub last_fetch_ms: Option<u64>,
+    pub last_caught_up_ms: Option<u64>,
+}
+
+/// What a leader knows of its quorum (Kafka's DescribeQuorum answer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QuorumDescription {
+    pub leader_id: i32,
+    pub epoch: i32,
+    pub high_watermark: i64,
+    pub voters: Vec<ReplicaDescription>,
+    pub observers: Vec<ReplicaDescription>,
+}
+
 /// The leader's view of one replica that fetches from it.
 #[derive(Clone, Copy, Debug)]
 struct ReplicaState {
     /// The offset of its last valid fetch in this epoch: everything below is acknowledged.
     end_offset: Option<i64>,
     last_fetch_ms: Option<u64>,
+    /// When it last fetched from at or past the leader's log end (Kafka's
+    /// lastCaughtUpTimestamp).
+    last_caught_up_ms: Option<u64>,
     /// The high watermark last sent to it, so that a fetch is held only when nothing new,
     /// records or watermark, can be told.
     last_sent_high_watermark: i64,
@@ -386,6 +409,41 @@ impl Raft {
 
     pub fn voters(&self) -> &BTreeSet<i32> {
         &self.voters
+    }
+
+    /// The quorum as this replica sees it, if it leads (only the leader tracks its
+    /// replicas' fetches, as in Kafka, where DescribeQuorum goes to the leader).
+    pub fn describe(&self, now_ms: u64) -> Option<QuorumDescription> {
+        let leader = self.leader.as_ref()?;
+        let describe = |id: i32| {
+            if id == self.local.id {
+                return ReplicaDescription {
+                    id,
+                    end_offset: Some(self.log.end_offset()),
+                    last_fetch_ms: Some(now_ms),
+                    last_caught_up_ms: Some(now_ms),
+                };
+            }
+            let state = leader.replicas.get(&id);
+            ReplicaDescription {
+                id,
+                end_offset: state.and_then(|r| r.end_offset),
+                last_fetch_ms: state.and_then(|r| r.last_fetch_ms),
+                last_caught_up_ms: state.and_then(|r| r.last_caught_up_ms),
+            }
+        };
+        Some(QuorumDescription {
+            leader_id: self.local.id,
+            epoch: self.epoch(),
+            high_watermark: self.high_watermark,
+            voters: self.voters.iter().map(|id| describe(*id)).collect(),
+            observers: leader
+                .replicas
+                .keys()
+                .filter(|id| !self.voters.contains(id))
+                .map(|id| describe(*id))
+                .collect(),
+        })
     }
 
     /// What to do now; the driver does it in field order.
@@ -1123,6 +1181,7 @@ impl Raft {
 
     fn touch_replica(&mut self, id: i32, now_ms: u64, end_offset: Option<i64>) {
         let voter = self.voters.contains(&id);
+        let log_end_offset = self.log.end_offset();
         let Some(leader) = &mut self.leader else {
             return;
         };
@@ -1137,11 +1196,15 @@ impl Raft {
         let replica = leader.replicas.entry(id).or_insert(ReplicaState {
             end_offset: None,
             last_fetch_ms: None,
+            last_caught_up_ms: None,
             last_sent_high_watermark: -1,
         });
         replica.last_fetch_ms = Some(now_ms);
-        if end_offset.is_some() {
-            replica.end_offset = end_offset;
+        if let Some(end) = end_offset {
+            replica.end_offset = Some(end);
+            if end >= log_end_offset {
+                replica.last_caught_up_ms = Some(now_ms);
+            }
         }
         leader.begin_sent_ms.remove(&id);
     }

@@ -18,10 +18,14 @@
 //! codec, DescribeQuorum, the settings, and the multi-node simulation.
 
 pub mod core;
+pub mod driver;
 pub mod election;
 pub mod log_view;
 pub mod message;
 pub mod quorum_state;
+pub mod records;
+pub mod store;
+pub mod wire;
 
 #[cfg(test)]
 mod cluster_tests;

@@ -1,0 +1,1032 @@
+//! The driver of one KRaft replica on `rt`: it owns the core ([`Raft`]) and its store
+//! ([`RaftStore`]), serves the quorum's RPCs on the controller listener, sends the core's
+//! requests to its peers, and carries out each [`Ready`] in order: persist the election
+//! state, apply the log operations, answer and send, start a sync, publish the high
+//! watermark. It decides nothing.
+//!
+//! Shape:
+//! - one driver task: the only owner of the core, fed by one bounded input queue (requests
+//!   and answers from the network, proposals, sync reports, the time);
+//! - one task per accepted connection: reads a request, hands it to the driver with a reply
+//!   slot, writes the answer, then reads the next (one request at a time per connection, as
+//!   Kafka's network layer mutes a connection until its answer is out);
+//! - two lanes per peer, each a task with one connection: fetches on one, everything else on
+//!   the other, so that a vote never waits behind a fetch the leader holds (long poll);
+//! - one sync at a time on a task of its own; a sync asked for meanwhile starts when it ends.
+//!
+//! Invariants:
+//! - the election state is durable before any message of the same `Ready` leaves, and log
+//!   operations are applied in the core's order before any answer that reads the log;
+//! - an answer goes only on the connection its request came in on: Vote, BeginQuorumEpoch and
+//!   EndQuorumEpoch are answered within the step that takes them, a fetch by its request id
+//!   (the wire's correlation id); a held fetch superseded by a newer one from the same
+//!   replica loses its reply slot, which closes that connection;
+//! - every queue has a named bound and every exchange a timeout; an exchange that fails drops
+//!   its connection, and the core's own request timeout sends again.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex as StdMutex};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, Notify};
+
+use crate::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
+use crate::protocol::describe_quorum as dq;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::frame::{self, SIZE_PREFIX_BYTES};
+use crate::protocol::header::{RequestHeader, ResponseHeader};
+use crate::protocol::record_batch;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
+use crate::protocol::wire::{Reader, Uuid};
+use crate::protocol::{request_header_version, response_header_version};
+use crate::rt::clock::Clock;
+use crate::rt::disk::Disk;
+use crate::rt::net::{TcpListener, TcpStream};
+use crate::rt::task::{self, JoinHandle};
+use crate::rt::time::{self, Duration, Instant};
+
+use super::core::{
+    LogOp, ProposeError, QuorumDescription, Raft, RaftConfig, RaftEvent, FETCH_MAX_BYTES_MAX,
+};
+use super::election::{ElectionError, ReplicaKey, VOTERS_MAX};
+use super::message::{Batch, Envelope, Message};
+use super::store::{RaftStore, StoreError};
+use super::wire::{self, WireError, METADATA_PARTITION, METADATA_TOPIC};
+
+/// Inputs waiting for the driver task.
+pub const INPUT_QUEUE_MAX: usize = 4096;
+/// Requests waiting in one lane to one peer; more are dropped (the core sends again).
+pub const LANE_QUEUE_MAX: usize = 64;
+/// Connections the controller listener serves at once; more are closed on accept.
+pub const CONNECTIONS_MAX: usize = 1024;
+/// The largest frame the quorum reads: a fetch answer of the most bytes a fetch may carry,
+/// with room for its headers.
+pub const FRAME_BYTES_MAX: usize = FETCH_MAX_BYTES_MAX + (64 << 10);
+/// Pending answers to requests of one kind from one peer; one beyond it drops the oldest.
+pub const PENDING_PER_PEER_MAX: usize = 16;
+/// The longest the driver sleeps without looking at the core's deadline again.
+pub const TICK_INTERVAL_MAX_MS: u64 = 1_000;
+/// The client id this node's requests carry.
+pub const CLIENT_ID: &str = "raft-client";
+
+const _: () = assert!(LANE_QUEUE_MAX <= INPUT_QUEUE_MAX);
+const _: () = assert!(FRAME_BYTES_MAX > FETCH_MAX_BYTES_MAX);
+const _: () = assert!(VOTERS_MAX * 2 <= CONNECTIONS_MAX);
+
+/// Why the replica stopped.
+#[derive(Debug)]
+pub enum DriverError {
+    Store(StoreError),
+    Election(ElectionError),
+    Config(String),
+    /// The driver task is gone (stopped or failed).
+    Stopped,
+}
+
+impl std::fmt::Display for DriverError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DriverError::Store(e) => write!(f, "{e}"),
+            DriverError::Election(e) => write!(f, "{e}"),
+            DriverError::Config(e) => write!(f, "{e}"),
+            DriverError::Stopped => write!(f, "the metadata quorum replica has stopped"),
+        }
+    }
+}
+
+impl std::error::Error for DriverError {}
+
+impl From<StoreError> for DriverError {
+    fn from(e: StoreError) -> Self {
+        DriverError::Store(e)
+    }
+}
+
+/// One replica's settings.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub node_id: i32,
+    /// `controller.quorum.voters`: each voter's id and `host:port`.
+    pub voters: BTreeMap<i32, String>,
+    /// `metadata.log.dir`.
+    pub metadata_log_dir: String,
+    /// `metadata.log.segment.bytes`.
+    pub segment_bytes: u64,
+    pub raft: RaftConfig,
+    /// The cluster id requests carry, if known.
+    pub cluster_id: Option<String>,
+}
+
+/// What the replica reports of itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Status {
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub is_leader: bool,
+    pub high_watermark: i64,
+    pub log_end_offset: i64,
+}
+
+#[derive(Default)]
+struct StatusCell {
+    status: StdMutex<Status>,
+    changed: Notify,
+}
+
+impl StatusCell {
+    fn get(&self) -> Status {
+        match self.status.lock() {
+            Ok(status) => *status,
+            Err(poisoned) => *poisoned.into_inner(),
+        }
+    }
+
+    fn set(&self, status: Status) {
+        let changed = match self.status.lock() {
+            Ok(mut current) => std::mem::replace(&mut *current, status) != status,
+            Err(poisoned) => {
+                *poisoned.into_inner() = status;
+                true
+            }
+        };
+        if changed {
+            self.changed.notify_waiters();
+        }
+    }
+}
+
+/// An answer to a request, for its connection to write.
+struct Reply {
+    message: Message,
+    records: Option<Bytes>,
+}
+
+enum Input {
+    Request {
+        from: i32,
+        message: Message,
+        reply: oneshot::Sender<Reply>,
+    },
+    Response {
+        from: i32,
+        message: Message,
+        raw: Option<Bytes>,
+    },
+    Propose {
+        records: Vec<Bytes>,
+        reply: oneshot::Sender<Result<i64, ProposeError>>,
+    },
+    Synced {
+        offset: i64,
+        generation: u64,
+    },
+    Failed(StoreError),
+    Describe {
+        reply: oneshot::Sender<Described>,
+    },
+    Resign,
+    Shutdown,
+}
+
+/// A leader's description of its quorum with the two clocks read together, to turn the
+/// core's monotonic times into the wall-clock times DescribeQuorum reports.
+struct Described {
+    quorum: Option<QuorumDescription>,
+    now_ms: u64,
+    wall_ms: i64,
+}
+
+/// A handle on a running replica: propose, read what is committed, watch its status.
+#[derive(Clone)]
+pub struct RaftHandle {
+    inputs: mpsc::Sender<Input>,
+    status: Arc<StatusCell>,
+    store: RaftStore,
+    local_addr: String,
+}
+
+impl RaftHandle {
+    /// Appends `records` as one batch if this replica leads; the batch's base offset.
+    /// Committed once the high watermark passes it (see [`RaftHandle::wait_for`]).
+    pub async fn propose(
+        &self,
+        records: Vec<Bytes>,
+    ) -> Result<Result<i64, ProposeError>, DriverError> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .send(Input::Propose { records, reply })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        answer.await.map_err(|_| DriverError::Stopped)
+    }
+
+    pub fn status(&self) -> Status {
+        self.status.get()
+    }
+
+    /// Waits until `ready` holds for the status, at most `timeout`; the last status if not.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        ready: impl Fn(&Status) -> bool,
+    ) -> Result<Status, Status> {
+        let deadline = time::now() + timeout;
+        loop {
+            let notified = self.status.changed.notified();
+            let status = self.status.get();
+            if ready(&status) {
+                return Ok(status);
+            }
+            let left = deadline.saturating_duration_since(time::now());
+            if left.is_zero() || time::timeout(left, notified).await.is_err() {
+                let status = self.status.get();
+                return if ready(&status) {
+                    Ok(status)
+                } else {
+                    Err(status)
+                };
+            }
+        }
+    }
+
+    /// Committed batches from `offset` on (about `max_bytes`, at least one if any).
+    pub async fn read_committed(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+    ) -> Result<Vec<Batch>, DriverError> {
+        let high_watermark = self.status.get().high_watermark;
+        if offset >= high_watermark {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.read(offset, max_bytes, high_watermark).await?)
+    }
+
+    /// The quorum as the leader sees it; `None` on a replica that does not lead.
+    pub async fn describe(&self) -> Result<Option<QuorumDescription>, DriverError> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .send(Input::Describe { reply })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        Ok(answer.await.map_err(|_| DriverError::Stopped)?.quorum)
+    }
+
+    /// Resigns the leadership gracefully (EndQuorumEpoch), if this replica leads.
+    pub async fn resign(&self) -> Result<(), DriverError> {
+        self.inputs
+            .send(Input::Resign)
+            .await
+            .map_err(|_| DriverError::Stopped)
+    }
+
+    /// Stops the replica; its task ends after closing the log.
+    pub async fn shutdown(&self) {
+        let _ = self.inputs.send(Input::Shutdown).await;
+    }
+
+    /// The controller listener's address.
+    pub fn local_addr(&self) -> &str {
+        &self.local_addr
+    }
+}
+
+/// A started replica: its handle and its task (which ends with the replica's result).
+pub struct RaftNode {
+    pub handle: RaftHandle,
+    pub task: JoinHandle<Result<(), DriverError>>,
+}
+
+/// Parses `controller.quorum.voters` (`id@host:port,...`), Kafka's static voter set.
+pub fn parse_voters(text: &str) -> Result<BTreeMap<i32, String>, String> {
+    let mut voters = BTreeMap::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((id, addr)) = entry.split_once('@') else {
+            return Err(format!(
+                "controller.quorum.voters: `{entry}` is not of the form id@host:port"
+            ));
+        };
+        let id: i32 = id
+            .parse()
+            .ok()
+            .filter(|id| *id >= 0)
+            .ok_or_else(|| format!("controller.quorum.voters: `{id}` is not a node id"))?;
+        let port_ok = addr
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(format!(
+                "controller.quorum.voters: `{addr}` is not host:port"
+            ));
+        }
+        if voters.insert(id, addr.to_string()).is_some() {
+            return Err(format!(
+                "controller.quorum.voters: voter {id} is named twice"
+            ));
+        }
+    }
+    if voters.is_empty() {
+        return Err("controller.quorum.voters names no voter".into());
+    }
+    if voters.len() > VOTERS_MAX {
+        return Err(format!(
+            "controller.quorum.voters names {} voters (at most {VOTERS_MAX})",
+            voters.len()
+        ));
+    }
+    Ok(voters)
+}
+
+/// Opens the metadata log under `config.metadata_log_dir` and starts the replica, serving
+/// the quorum's RPCs on `listener`.
+pub async fn start(
+    config: NodeConfig,
+    disk: Disk,
+    clock: Clock,
+    listener: TcpListener,
+) -> Result<RaftNode, DriverError> {
+    config.raft.validate().map_err(DriverError::Config)?;
+    let local_addr = listener
+        .local_addr()
+        .map(|a| a.to_string())
+        .map_err(|e| DriverError::Config(format!("the controller listener: {e}")))?;
+    let opened = RaftStore::open(
+        disk,
+        &config.metadata_log_dir,
+        config.segment_bytes,
+        clock.clone(),
+    )
+    .await?;
+    let origin = time::now();
+    let raft = Raft::new(
+        config.raft,
+        ReplicaKey::node(config.node_id),
+        config.voters.keys().copied().collect(),
+        opened.election,
+        opened.log,
+        0,
+        crate::rt::rand::random_u64(),
+    )
+    .map_err(DriverError::Election)?;
+    let (inputs, queue) = mpsc::channel(INPUT_QUEUE_MAX);
+    let status = Arc::new(StatusCell::default());
+    let handle = RaftHandle {
+        inputs: inputs.clone(),
+        status: status.clone(),
+        store: opened.store.clone(),
+        local_addr,
+    };
+    let mut lanes = BTreeMap::new();
+    for (id, addr) in &config.voters {
+        if *id == config.node_id {
+            continue;
+        }
+        let lane = |fetches: bool| {
+            let (tx, rx) = mpsc::channel(LANE_QUEUE_MAX);
+            task::spawn(run_lane(
+                LaneConfig {
+                    local: ReplicaKey::node(config.node_id),
+                    peer: *id,
+                    addr: addr.clone(),
+                    cluster_id: config.cluster_id.clone(),
+                    timeout: Duration::from_millis(
+                        config.raft.request_timeout_ms + config.raft.fetch_max_wait_ms,
+                    ),
+                    fetch_max_wait_ms: config.raft.fetch_max_wait_ms,
+                    fetches,
+                },
+                rx,
+                inputs.clone(),
+            ));
+            tx
+        };
+        lanes.insert(
+            *id,
+            Lanes {
+                fetch: lane(true),
+                other: lane(false),
+            },
+        );
+    }
+    let accept = task::spawn(serve(listener, inputs.clone()));
+    let driver = Driver {
+        raft,
+        store: opened.store,
+        clock,
+        origin,
+        status,
+        lanes,
+        pending_fetches: BTreeMap::new(),
+        pending_other: BTreeMap::new(),
+        raw: BTreeMap::new(),
+        sync_running: false,
+        sync_wanted: None,
+        inputs,
+    };
+    let task = task::spawn(async move {
+        let result = driver.run(queue).await;
+        accept.abort();
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "raft: the replica stopped");
+        }
+        result
+    });
+    Ok(RaftNode { handle, task })
+}
+
+struct Lanes {
+    fetch: mpsc::Sender<Message>,
+    other: mpsc::Sender<Message>,
+}
+
+struct Driver {
+    raft: Raft,
+    store: RaftStore,
+    clock: Clock,
+    origin: Instant,
+    status: Arc<StatusCell>,
+    lanes: BTreeMap<i32, Lanes>,
+    /// Held or just-taken fetches by (replica, request id): their connections wait here.
+    pending_fetches: BTreeMap<(i32, u64), oneshot::Sender<Reply>>,
+    /// Other requests by (peer, API key), oldest first.
+    pending_other: BTreeMap<(i32, i16), VecDeque<oneshot::Sender<Reply>>>,
+    /// The leader's bytes of the batches the last fetch answer brought, by base offset.
+    raw: BTreeMap<i64, (Batch, Bytes)>,
+    sync_running: bool,
+    /// The generation of a sync asked for while one ran.
+    sync_wanted: Option<u64>,
+    inputs: mpsc::Sender<Input>,
+}
+
+impl Driver {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(
+            time::now()
+                .saturating_duration_since(self.origin)
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX)
+    }
+
+    async fn run(mut self, mut queue: mpsc::Receiver<Input>) -> Result<(), DriverError> {
+        loop {
+            self.process().await?;
+            let now_ms = self.now_ms();
+            let deadline_ms = self.raft.next_deadline_ms();
+            if deadline_ms <= now_ms {
+                self.raft.tick(now_ms);
+                continue;
+            }
+            let wait_ms = (deadline_ms - now_ms).min(TICK_INTERVAL_MAX_MS);
+            tokio::select! {
+                biased;
+                input = queue.recv() => {
+                    let Some(input) = input else { break };
+                    if !self.take(input)? {
+                        break;
+                    }
+                }
+                _ = time::sleep(Duration::from_millis(wait_ms)) => {
+                    let now_ms = self.now_ms();
+                    self.raft.tick(now_ms);
+                }
+            }
+        }
+        self.store.close().await?;
+        Ok(())
+    }
+
+    /// One input into the core; false to stop.
+    fn take(&mut self, input: Input) -> Result<bool, DriverError> {
+        let now_ms = self.now_ms();
+        match input {
+            Input::Request {
+                from,
+                message,
+                reply,
+            } => {
+                match &message {
+                    Message::Fetch(request) => {
+                        // A newer fetch from the same replica supersedes any it still holds.
+                        let stale: Vec<(i32, u64)> = self
+                            .pending_fetches
+                            .range((from, 0)..=(from, u64::MAX))
+                            .map(|(k, _)| *k)
+                            .collect();
+                        for key in stale {
+                            self.pending_fetches.remove(&key);
+                        }
+                        self.pending_fetches
+                            .insert((from, request.request_id), reply);
+                    }
+                    other => {
+                        let queue = self
+                            .pending_other
+                            .entry((from, other.api_key()))
+                            .or_default();
+                        if queue.len() >= PENDING_PER_PEER_MAX {
+                            queue.pop_front();
+                        }
+                        queue.push_back(reply);
+                    }
+                }
+                self.step(now_ms, from, message);
+            }
+            Input::Response { from, message, raw } => {
+                if let (Message::FetchResponse(_), Some(raw)) = (&message, raw) {
+                    // Keep the leader's bytes of each batch, so that the append writes them.
+                    self.raw.clear();
+                    for (_, bytes) in record_batch::batches(raw).map_while(Result::ok) {
+                        if let Ok(batch) = super::records::decode_batch(&bytes) {
+                            self.raw.insert(batch.base_offset, (batch, bytes));
+                        }
+                    }
+                }
+                self.step(now_ms, from, message);
+            }
+            Input::Propose { records, reply } => {
+                let _ = reply.send(self.raft.propose(now_ms, records));
+            }
+            Input::Synced { offset, generation } => {
+                self.sync_running = false;
+                self.raft.synced(now_ms, offset, generation);
+                if let Some(generation) = self.sync_wanted.take() {
+                    self.start_sync(generation);
+                }
+            }
+            Input::Failed(error) => return Err(DriverError::Store(error)),
+            Input::Describe { reply } => {
+                let _ = reply.send(Described {
+                    quorum: self.raft.describe(now_ms),
+                    now_ms,
+                    wall_ms: self.clock.now_ms(),
+                });
+            }
+            Input::Resign => self.raft.resign(now_ms),
+            Input::Shutdown => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn step(&mut self, now_ms: u64, from: i32, message: Message) {
+        let to = self.raft.local_id();
+        self.raft.step(now_ms, Envelope { from, to, message });
+    }
+
+    fn start_sync(&mut self, generation: u64) {
+        if self.sync_running {
+            self.sync_wanted = Some(generation);
+            return;
+        }
+        self.sync_running = true;
+        let store = self.store.clone();
+        let inputs = self.inputs.clone();
+        task::spawn(async move {
+            let input = match store.sync().await {
+                Ok(offset) => Input::Synced { offset, generation },
+                Err(e) => Input::Failed(e),
+            };
+            let _ = inputs.send(input).await;
+        });
+    }
+
+    /// Carries out what the core asked for, until it asks for nothing.
+    async fn process(&mut self) -> Result<(), DriverError> {
+        loop {
+            let ready = self.raft.ready();
+            if ready.is_empty() {
+                break;
+            }
+            if let Some(state) = &ready.persist {
+                self.store.persist(state).await?;
+            }
+            for op in ready.log_ops {
+                match op {
+                    LogOp::Append(batch) => {
+                        let raw = self
+                            .raw
+                            .remove(&batch.base_offset)
+                            .filter(|(b, _)| *b == batch)
+                            .map(|(_, bytes)| bytes);
+                        self.store.append(&batch, raw, self.clock.now_ms()).await?;
+                    }
+                    LogOp::Truncate(to) => self.store.truncate(to).await?,
+                }
+            }
+            for envelope in ready.messages {
+                self.deliver(envelope).await?;
+            }
+            if let Some(generation) = ready.sync {
+                self.start_sync(generation);
+            }
+            for event in &ready.events {
+                match event {
+                    RaftEvent::Leader { epoch } => {
+                        tracing::info!(node = self.raft.local_id(), epoch, "raft: leading");
+                    }
+                    RaftEvent::Truncated { to, high_watermark } => {
+                        tracing::info!(
+                            node = self.raft.local_id(),
+                            to,
+                            high_watermark,
+                            "raft: truncated the metadata log"
+                        );
+                    }
+                    RaftEvent::Epoch { .. } => {}
+                }
+            }
+        }
+        // Answers that the step did not produce will not come: their connections close.
+        self.pending_other.retain(|_, queue| {
+            queue.clear();
+            false
+        });
+        self.status.set(Status {
+            epoch: self.raft.epoch(),
+            leader_id: self.raft.leader_id(),
+            is_leader: self.raft.is_leader(),
+            high_watermark: self.raft.high_watermark(),
+            log_end_offset: self.raft.log().end_offset(),
+        });
+        Ok(())
+    }
+
+    async fn deliver(&mut self, envelope: Envelope) -> Result<(), DriverError> {
+        let to = envelope.to;
+        match envelope.message {
+            Message::FetchResponse(mut response) => {
+                let records = match response.read.take() {
+                    Some(read) => Some(
+                        self.store
+                            .read_raw(read.from_offset, read.max_bytes)
+                            .await?,
+                    ),
+                    None => None,
+                };
+                if let Some(reply) = self.pending_fetches.remove(&(to, response.request_id)) {
+                    let _ = reply.send(Reply {
+                        message: Message::FetchResponse(response),
+                        records,
+                    });
+                }
+            }
+            message @ (Message::VoteResponse { .. }
+            | Message::BeginQuorumEpochResponse { .. }
+            | Message::EndQuorumEpochResponse { .. }) => {
+                let reply = self
+                    .pending_other
+                    .get_mut(&(to, message.api_key()))
+                    .and_then(VecDeque::pop_front);
+                if let Some(reply) = reply {
+                    let _ = reply.send(Reply {
+                        message,
+                        records: None,
+                    });
+                }
+            }
+            request => {
+                let Some(lanes) = self.lanes.get(&to) else {
+                    // Observers are not sent requests; a peer outside the voter set is a
+                    // core bug the election invariants rule out.
+                    return Ok(());
+                };
+                let lane = if matches!(request, Message::Fetch(_)) {
+                    &lanes.fetch
+                } else {
+                    &lanes.other
+                };
+                // A full lane drops the request; the core's request timeout sends it again.
+                let _ = lane.try_send(request);
+            }
+        }
+        Ok(())
+    }
+}
+
+struct LaneConfig {
+    local: ReplicaKey,
+    peer: i32,
+    addr: String,
+    cluster_id: Option<String>,
+    /// How long one exchange may take (the request timeout plus a held fetch's wait).
+    timeout: Duration,
+    fetch_max_wait_ms: u64,
+    fetches: bool,
+}
+
+/// One connection to one peer for one kind of request.
+struct PeerConnection {
+    stream: TcpStream,
+    next_correlation_id: i32,
+}
+
+async fn run_lane(
+    config: LaneConfig,
+    mut queue: mpsc::Receiver<Message>,
+    inputs: mpsc::Sender<Input>,
+) {
+    let mut connection: Option<PeerConnection> = None;
+    while let Some(message) = queue.recv().await {
+        let request = match wire::encode_request(
+            config.cluster_id.as_deref(),
+            config.local,
+            config.peer,
+            &message,
+            config.fetch_max_wait_ms,
+        ) {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::error!(peer = config.peer, error = %e, "raft: a request did not encode");
+                continue;
+            }
+        };
+        let exchange = async {
+            if connection.is_none() {
+                let stream = TcpStream::connect(&config.addr)
+                    .await
+                    .map_err(|e| format!("connect to {}: {e}", config.addr))?;
+                let _ = stream.set_nodelay(true);
+                connection = Some(PeerConnection {
+                    stream,
+                    next_correlation_id: 0,
+                });
+            }
+            let Some(conn) = connection.as_mut() else {
+                return Err("no connection".to_string());
+            };
+            exchange(conn, &request).await
+        };
+        match time::timeout(config.timeout, exchange).await {
+            Ok(Ok(body)) => match wire::decode_response(&message, request.version, body) {
+                Ok((answer, raw)) => {
+                    let input = Input::Response {
+                        from: config.peer,
+                        message: answer,
+                        raw,
+                    };
+                    if inputs.send(input).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(peer = config.peer, error = %e, "raft: an answer did not decode");
+                    connection = None;
+                }
+            },
+            Ok(Err(e)) => {
+                tracing::debug!(peer = config.peer, fetches = config.fetches, error = %e, "raft: exchange failed");
+                connection = None;
+            }
+            Err(elapsed) => {
+                tracing::debug!(peer = config.peer, fetches = config.fetches, %elapsed, "raft: exchange timed out");
+                connection = None;
+            }
+        }
+    }
+}
+
+/// Writes one request and reads its answer's body (header checked and stripped).
+async fn exchange(conn: &mut PeerConnection, request: &wire::WireRequest) -> Result<Bytes, String> {
+    let correlation_id = conn.next_correlation_id;
+    conn.next_correlation_id = conn.next_correlation_id.wrapping_add(1);
+    let header = RequestHeader {
+        request_api_key: request.api_key,
+        request_api_version: request.version,
+        correlation_id,
+        client_id: Some(CLIENT_ID.to_string()),
+    };
+    let header_version = request_header_version(request.api_key, request.version)
+        .ok_or_else(|| format!("API {} v{} has no header", request.api_key, request.version))?;
+    let mut frame = BytesMut::new();
+    frame.put_i32(0);
+    header
+        .encode(&mut frame, header_version)
+        .map_err(|e| e.to_string())?;
+    frame.extend_from_slice(&request.body);
+    let size = i32::try_from(frame.len() - SIZE_PREFIX_BYTES).map_err(|_| "a huge request")?;
+    frame[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
+    conn.stream
+        .write_all(&frame)
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    conn.stream
+        .flush()
+        .await
+        .map_err(|e| format!("flush: {e}"))?;
+    let mut prefix = [0u8; SIZE_PREFIX_BYTES];
+    conn.stream
+        .read_exact(&mut prefix)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    let size = usize::try_from(i32::from_be_bytes(prefix))
+        .ok()
+        .filter(|size| (4..=FRAME_BYTES_MAX).contains(size))
+        .ok_or_else(|| format!("an answer of {} bytes", i32::from_be_bytes(prefix)))?;
+    let mut body = vec![0u8; size];
+    conn.stream
+        .read_exact(&mut body)
+        .await
+        .map_err(|e| format!("read a {size}-byte answer: {e}"))?;
+    let mut reader = Reader::new(Bytes::from(body));
+    let response_hv = response_header_version(request.api_key, request.version).unwrap_or(0);
+    let header = ResponseHeader::decode(&mut reader, response_hv).map_err(|e| e.to_string())?;
+    if header.correlation_id != correlation_id {
+        return Err(format!(
+            "an answer with correlation id {} to request {correlation_id}",
+            header.correlation_id
+        ));
+    }
+    reader.bytes(reader.remaining()).map_err(|e| e.to_string())
+}
+
+/// Accepts connections on the controller listener.
+async fn serve(listener: TcpListener, inputs: mpsc::Sender<Input>) {
+    let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "raft: accept failed");
+                time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        if open.load(std::sync::atomic::Ordering::Acquire) >= CONNECTIONS_MAX {
+            tracing::warn!(%peer, "raft: too many connections; closing a new one");
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        open.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        let open = open.clone();
+        let inputs = inputs.clone();
+        task::spawn(async move {
+            if let Err(e) = serve_connection(stream, inputs).await {
+                tracing::debug!(%peer, error = %e, "raft: connection closed");
+            }
+            open.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        });
+    }
+}
+
+/// The APIs and versions the controller listener serves.
+const SERVED: [(i16, i16, i16); 6] = [
+    (1, wire::FETCH_VERSION_MIN, wire::FETCH_VERSION),
+    (18, 0, 4),
+    (52, 0, wire::VOTE_VERSION),
+    (53, 0, wire::BEGIN_QUORUM_EPOCH_VERSION),
+    (54, 0, wire::END_QUORUM_EPOCH_VERSION),
+    (55, 0, 2),
+];
+
+async fn serve_connection(
+    mut stream: TcpStream,
+    inputs: mpsc::Sender<Input>,
+) -> Result<(), String> {
+    loop {
+        let mut prefix = [0u8; SIZE_PREFIX_BYTES];
+        match stream.read_exact(&mut prefix).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(format!("read: {e}")),
+        }
+        let size = frame::request_size(prefix, FRAME_BYTES_MAX).map_err(|e| e.to_string())?;
+        let mut buf = vec![0u8; size];
+        stream
+            .read_exact(&mut buf)
+            .await
+            .map_err(|e| format!("read a {size}-byte request: {e}"))?;
+        let request = frame::parse_request(Bytes::from(buf)).map_err(|e| e.to_string())?;
+        let api_key = request.api_key();
+        let version = request.api_version();
+        let correlation_id = request.header.correlation_id;
+        let served = SERVED
+            .iter()
+            .any(|(key, min, max)| *key == api_key && (*min..=*max).contains(&version));
+        let body = if api_key == 18 {
+            let response = ApiVersionsResponse {
+                error_code: if served {
+                    0
+                } else {
+                    ErrorCode::UNSUPPORTED_VERSION.0
+                },
+                api_keys: SERVED
+                    .iter()
+                    .map(|(key, min, max)| ApiVersion {
+                        api_key: *key,
+                        min_version: *min,
+                        max_version: *max,
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            let version = if served { version } else { 0 };
+            let mut out = BytesMut::new();
+            response
+                .encode(&mut out, version)
+                .map_err(|e| e.to_string())?;
+            (version, out.freeze())
+        } else if !served {
+            return Err(format!(
+                "API {api_key} v{version} is not served on the controller listener"
+            ));
+        } else if api_key == 55 {
+            let (reply, answer) = oneshot::channel();
+            inputs
+                .send(Input::Describe { reply })
+                .await
+                .map_err(|_| "the replica stopped".to_string())?;
+            let described = answer
+                .await
+                .map_err(|_| "the replica stopped".to_string())?;
+            (version, describe_quorum_body(described, version)?)
+        } else {
+            let (from, message) =
+                wire::decode_request(api_key, version, request.body.clone(), correlation_id)
+                    .map_err(|e: WireError| e.to_string())?;
+            let (reply, answer) = oneshot::channel();
+            inputs
+                .send(Input::Request {
+                    from,
+                    message,
+                    reply,
+                })
+                .await
+                .map_err(|_| "the replica stopped".to_string())?;
+            let reply = answer
+                .await
+                .map_err(|_| "no answer (the request was superseded or dropped)".to_string())?;
+            let body = wire::encode_response(&reply.message, version, reply.records)
+                .map_err(|e| e.to_string())?;
+            (version, body)
+        };
+        let (version, body) = body;
+        let header_version = response_header_version(api_key, version).unwrap_or(0);
+        let header = ResponseHeader { correlation_id };
+        let mut out = BytesMut::new();
+        out.put_i32(0);
+        header
+            .encode(&mut out, header_version)
+            .map_err(|e| e.to_string())?;
+        out.extend_from_slice(&body);
+        let size = i32::try_from(out.len() - SIZE_PREFIX_BYTES).map_err(|_| "a huge answer")?;
+        out[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
+        stream
+            .write_all(&out)
+            .await
+            .map_err(|e| format!("write: {e}"))?;
+        stream.flush().await.map_err(|e| format!("flush: {e}"))?;
+    }
+}
+
+fn describe_quorum_body(described: Described, version: i16) -> Result<Bytes, String> {
+    let wall = |at: Option<u64>| match at {
+        Some(at) => {
+            let ago = i64::try_from(described.now_ms.saturating_sub(at)).unwrap_or(i64::MAX);
+            described.wall_ms.saturating_sub(ago)
+        }
+        None => -1,
+    };
+    let partition = match &described.quorum {
+        Some(q) => {
+            let replica = |r: &super::core::ReplicaDescription| dq::DescribeQuorumReplicaState {
+                replica_id: NodeId(r.id),
+                replica_directory_id: Uuid::ZERO,
+                log_end_offset: Offset(r.end_offset.unwrap_or(-1)),
+                last_fetch_timestamp: wall(r.last_fetch_ms),
+                last_caught_up_timestamp: wall(r.last_caught_up_ms),
+            };
+            dq::DescribeQuorumResponsePartition {
+                partition_index: METADATA_PARTITION,
+                error_code: 0,
+                leader_id: NodeId(q.leader_id),
+                leader_epoch: LeaderEpoch(q.epoch),
+                high_watermark: Offset(q.high_watermark),
+                current_voters: q.voters.iter().map(replica).collect(),
+                observers: q.observers.iter().map(replica).collect(),
+                ..Default::default()
+            }
+        }
+        None => dq::DescribeQuorumResponsePartition {
+            partition_index: METADATA_PARTITION,
+            error_code: ErrorCode::NOT_LEADER_OR_FOLLOWER.0,
+            error_message: Some("this replica does not lead the metadata quorum".into()),
+            leader_id: NodeId(-1),
+            leader_epoch: LeaderEpoch(-1),
+            high_watermark: Offset(-1),
+            ..Default::default()
+        },
+    };
+    let response = dq::DescribeQuorumResponse {
+        topics: vec![dq::DescribeQuorumResponseTopic {
+            topic_name: METADATA_TOPIC.into(),
+            partitions: vec![partition],
+        }],
+        ..Default::default()
+    };
+    let mut out = BytesMut::new();
+    response
+        .encode(&mut out, version)
+        .map_err(|e| e.to_string())?;
+    Ok(out.freeze())
+}

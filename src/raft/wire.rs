@@ -1,0 +1,779 @@
+//! The core's messages as Kafka's requests and responses: Vote (52), BeginQuorumEpoch (53),
+//! EndQuorumEpoch (54) and Fetch (1) on the one partition of `__cluster_metadata` (topic id
+//! `AAAAAAAAAAAAAAAAAAAAAQ`, Kafka's fixed id for it), and the mapping of
+//! [`QuorumError`] to Kafka's error codes. Every version this side writes is the newest the
+//! codec has of each KRaft API (Fetch v17: replica state with directory ids, diverging epoch,
+//! current leader); requests from peers are read at whatever version they came in.
+//!
+//! Invariants: decoding never panics on a peer's bytes; a request that does not name the
+//! metadata partition, or names a replica id that is not a node id, is refused as a
+//! [`WireError`] naming the field, and its sender gets INVALID_REQUEST or
+//! UNKNOWN_TOPIC_OR_PARTITION rather than an answer about some other partition.
+
+use bytes::Bytes;
+
+use crate::log::leader_epoch::EpochEnd;
+use crate::protocol::begin_quorum_epoch as bqe;
+use crate::protocol::end_quorum_epoch as eqe;
+use crate::protocol::error::ErrorCode;
+use crate::protocol::fetch;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
+use crate::protocol::vote;
+use crate::protocol::wire::{DecodeError, EncodeError, Uuid};
+
+use super::election::{LogPosition, ReplicaKey, VoteRequest};
+use super::message::{FetchRequest, FetchResponse, Message, QuorumError};
+use super::records::{self, RecordsError};
+
+/// The metadata log's topic.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+/// Kafka's fixed topic id of `__cluster_metadata` (`Uuid.METADATA_TOPIC_ID`).
+pub const METADATA_TOPIC_ID: Uuid = Uuid([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+pub const METADATA_PARTITION: i32 = 0;
+
+pub const VOTE_VERSION: i16 = 2;
+pub const BEGIN_QUORUM_EPOCH_VERSION: i16 = 1;
+pub const END_QUORUM_EPOCH_VERSION: i16 = 1;
+pub const FETCH_VERSION: i16 = 17;
+/// Fetch versions a KRaft fetch may come in: v12 brought the diverging epoch and the
+/// current leader that KRaft replication needs.
+pub const FETCH_VERSION_MIN: i16 = 12;
+
+/// Why a request or response is not one the quorum can take.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WireError {
+    Decode(DecodeError),
+    Encode(String),
+    Records(RecordsError),
+    /// The message does not name exactly the metadata partition.
+    NotMetadataPartition {
+        api: &'static str,
+    },
+    /// A field holds a value the quorum cannot take.
+    Invalid {
+        api: &'static str,
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Decode(e) => write!(f, "{e}"),
+            WireError::Encode(e) => write!(f, "encoding: {e}"),
+            WireError::Records(e) => write!(f, "{e}"),
+            WireError::NotMetadataPartition { api } => write!(
+                f,
+                "a {api} message that does not name exactly {METADATA_TOPIC} partition \
+                 {METADATA_PARTITION}"
+            ),
+            WireError::Invalid { api, reason } => write!(f, "a {api} message: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for WireError {}
+
+impl From<DecodeError> for WireError {
+    fn from(e: DecodeError) -> Self {
+        WireError::Decode(e)
+    }
+}
+
+impl From<EncodeError> for WireError {
+    fn from(e: EncodeError) -> Self {
+        WireError::Encode(e.to_string())
+    }
+}
+
+impl WireError {
+    /// The code a sender of a bad request gets.
+    pub fn error_code(&self) -> ErrorCode {
+        match self {
+            WireError::NotMetadataPartition { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            _ => ErrorCode::INVALID_REQUEST,
+        }
+    }
+}
+
+pub fn error_code(error: Option<QuorumError>) -> i16 {
+    match error {
+        None => ErrorCode::NONE.0,
+        Some(QuorumError::FencedLeaderEpoch) => ErrorCode::FENCED_LEADER_EPOCH.0,
+        Some(QuorumError::UnknownLeaderEpoch) => ErrorCode::UNKNOWN_LEADER_EPOCH.0,
+        Some(QuorumError::NotLeader) => ErrorCode::NOT_LEADER_OR_FOLLOWER.0,
+        Some(QuorumError::InconsistentVoterSet) => ErrorCode::INCONSISTENT_VOTER_SET.0,
+    }
+}
+
+/// The core's error for a code; `Err` for a code the quorum protocol does not answer with
+/// (the caller treats the exchange as failed, which the core's request timeout covers).
+pub fn quorum_error(code: i16) -> Result<Option<QuorumError>, ErrorCode> {
+    match ErrorCode(code) {
+        ErrorCode::NONE => Ok(None),
+        ErrorCode::FENCED_LEADER_EPOCH => Ok(Some(QuorumError::FencedLeaderEpoch)),
+        ErrorCode::UNKNOWN_LEADER_EPOCH => Ok(Some(QuorumError::UnknownLeaderEpoch)),
+        ErrorCode::NOT_LEADER_OR_FOLLOWER => Ok(Some(QuorumError::NotLeader)),
+        ErrorCode::INCONSISTENT_VOTER_SET => Ok(Some(QuorumError::InconsistentVoterSet)),
+        other => Err(other),
+    }
+}
+
+fn leader_id(id: Option<i32>) -> NodeId {
+    NodeId(id.unwrap_or(-1))
+}
+
+fn known_leader(id: NodeId) -> Option<i32> {
+    (id.0 >= 0).then_some(id.0)
+}
+
+fn node_id(api: &'static str, field: &str, id: NodeId) -> Result<i32, WireError> {
+    if id.0 < 0 {
+        return Err(WireError::Invalid {
+            api,
+            reason: format!("{field} {} is not a node id", id.0),
+        });
+    }
+    Ok(id.0)
+}
+
+fn directory(id: Uuid) -> Option<[u8; 16]> {
+    (id != Uuid::ZERO).then_some(id.0)
+}
+
+fn only<'a, T>(api: &'static str, items: &'a [T]) -> Result<&'a T, WireError> {
+    match items {
+        [one] => Ok(one),
+        _ => Err(WireError::NotMetadataPartition { api }),
+    }
+}
+
+/// An outgoing request: its API key, version and body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WireRequest {
+    pub api_key: i16,
+    pub version: i16,
+    pub body: Bytes,
+}
+
+fn encode<M: crate::protocol::message::Message>(
+    api_key: i16,
+    version: i16,
+    message: &M,
+) -> Result<WireRequest, WireError> {
+    let mut out = bytes::BytesMut::with_capacity(message.encoded_len(version));
+    message.encode(&mut out, version)?;
+    Ok(WireRequest {
+        api_key,
+        version,
+        body: out.freeze(),
+    })
+}
+
+/// The request `message` (a request kind) sent by `from` to `to`.
+pub fn encode_request(
+    cluster_id: Option<&str>,
+    from: ReplicaKey,
+    to: i32,
+    message: &Message,
+    fetch_max_wait_ms: u64,
+) -> Result<WireRequest, WireError> {
+    let cluster_id = cluster_id.map(str::to_owned);
+    match message {
+        Message::Vote(request) => encode(
+            52,
+            VOTE_VERSION,
+            &vote::VoteRequest {
+                cluster_id,
+                voter_id: NodeId(to),
+                topics: vec![vote::VoteRequestTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![vote::VoteRequestPartition {
+                        partition_index: METADATA_PARTITION,
+                        replica_epoch: LeaderEpoch(request.candidate_epoch),
+                        replica_id: NodeId(request.candidate.id),
+                        replica_directory_id: Uuid(
+                            request.candidate.directory_id.unwrap_or([0; 16]),
+                        ),
+                        voter_directory_id: Uuid::ZERO,
+                        last_offset_epoch: LeaderEpoch(request.candidate_log.last_epoch),
+                        last_offset: Offset(request.candidate_log.end_offset),
+                        pre_vote: request.pre_vote,
+                    }],
+                }],
+            },
+        ),
+        Message::BeginQuorumEpoch { epoch, leader_id } => encode(
+            53,
+            BEGIN_QUORUM_EPOCH_VERSION,
+            &bqe::BeginQuorumEpochRequest {
+                cluster_id,
+                voter_id: NodeId(to),
+                topics: vec![bqe::BeginQuorumEpochRequestTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![bqe::BeginQuorumEpochRequestPartition {
+                        partition_index: METADATA_PARTITION,
+                        voter_directory_id: Uuid::ZERO,
+                        leader_id: NodeId(*leader_id),
+                        leader_epoch: LeaderEpoch(*epoch),
+                    }],
+                }],
+                leader_endpoints: Vec::new(),
+            },
+        ),
+        Message::EndQuorumEpoch {
+            epoch,
+            leader_id,
+            preferred_successors,
+        } => encode(
+            54,
+            END_QUORUM_EPOCH_VERSION,
+            &eqe::EndQuorumEpochRequest {
+                cluster_id,
+                topics: vec![eqe::EndQuorumEpochRequestTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![eqe::EndQuorumEpochRequestPartition {
+                        partition_index: METADATA_PARTITION,
+                        leader_id: NodeId(*leader_id),
+                        leader_epoch: LeaderEpoch(*epoch),
+                        preferred_successors: preferred_successors
+                            .iter()
+                            .map(|id| NodeId(*id))
+                            .collect(),
+                        preferred_candidates: preferred_successors
+                            .iter()
+                            .map(|id| eqe::EndQuorumEpochReplicaInfo {
+                                candidate_id: NodeId(*id),
+                                candidate_directory_id: Uuid::ZERO,
+                            })
+                            .collect(),
+                    }],
+                }],
+                leader_endpoints: Vec::new(),
+            },
+        ),
+        Message::Fetch(request) => encode(
+            1,
+            FETCH_VERSION,
+            &fetch::FetchRequest {
+                // v15+ carries the replica in ReplicaState; the top-level id is gone.
+                replica_id: NodeId(-1),
+                max_wait_ms: i32::try_from(fetch_max_wait_ms).unwrap_or(i32::MAX),
+                min_bytes: 0,
+                max_bytes: i32::MAX,
+                topics: vec![fetch::FetchTopic {
+                    topic: METADATA_TOPIC.into(),
+                    topic_id: METADATA_TOPIC_ID,
+                    partitions: vec![fetch::FetchPartition {
+                        partition: METADATA_PARTITION,
+                        current_leader_epoch: LeaderEpoch(request.epoch),
+                        fetch_offset: Offset(request.fetch_offset),
+                        last_fetched_epoch: LeaderEpoch(request.last_fetched_epoch),
+                        log_start_offset: Offset(-1),
+                        partition_max_bytes: i32::MAX,
+                        replica_directory_id: Uuid(from.directory_id.unwrap_or([0; 16])),
+                        ..Default::default()
+                    }],
+                }],
+                cluster_id,
+                replica_state: fetch::ReplicaState {
+                    replica_id: NodeId(from.id),
+                    replica_epoch: -1,
+                },
+                ..Default::default()
+            },
+        ),
+        other => Err(WireError::Invalid {
+            api: "raft",
+            reason: format!("{other:?} is not a request"),
+        }),
+    }
+}
+
+/// A request from a peer: who sent it and what it says. `correlation_id` becomes a fetch's
+/// request id, which its answer carries back.
+pub fn decode_request(
+    api_key: i16,
+    version: i16,
+    body: Bytes,
+    correlation_id: i32,
+) -> Result<(i32, Message), WireError> {
+    match api_key {
+        52 => {
+            let api = "Vote";
+            let request = vote::VoteRequest::decode_exact(body, version)?;
+            let topic = only(api, &request.topics)?;
+            let p = only(api, &topic.partitions)?;
+            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
+                return Err(WireError::NotMetadataPartition { api });
+            }
+            let from = node_id(api, "ReplicaId", p.replica_id)?;
+            Ok((
+                from,
+                Message::Vote(VoteRequest {
+                    candidate: ReplicaKey {
+                        id: from,
+                        directory_id: directory(p.replica_directory_id),
+                    },
+                    candidate_epoch: p.replica_epoch.0,
+                    candidate_log: LogPosition {
+                        last_epoch: p.last_offset_epoch.0,
+                        end_offset: p.last_offset.0,
+                    },
+                    pre_vote: p.pre_vote,
+                }),
+            ))
+        }
+        53 => {
+            let api = "BeginQuorumEpoch";
+            let request = bqe::BeginQuorumEpochRequest::decode_exact(body, version)?;
+            let topic = only(api, &request.topics)?;
+            let p = only(api, &topic.partitions)?;
+            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
+                return Err(WireError::NotMetadataPartition { api });
+            }
+            let from = node_id(api, "LeaderId", p.leader_id)?;
+            Ok((
+                from,
+                Message::BeginQuorumEpoch {
+                    epoch: p.leader_epoch.0,
+                    leader_id: from,
+                },
+            ))
+        }
+        54 => {
+            let api = "EndQuorumEpoch";
+            let request = eqe::EndQuorumEpochRequest::decode_exact(body, version)?;
+            let topic = only(api, &request.topics)?;
+            let p = only(api, &topic.partitions)?;
+            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
+                return Err(WireError::NotMetadataPartition { api });
+            }
+            let from = node_id(api, "LeaderId", p.leader_id)?;
+            let preferred_successors = if version >= 1 {
+                p.preferred_candidates
+                    .iter()
+                    .map(|c| c.candidate_id.0)
+                    .collect()
+            } else {
+                p.preferred_successors.iter().map(|id| id.0).collect()
+            };
+            Ok((
+                from,
+                Message::EndQuorumEpoch {
+                    epoch: p.leader_epoch.0,
+                    leader_id: from,
+                    preferred_successors,
+                },
+            ))
+        }
+        1 => {
+            let api = "Fetch";
+            if version < FETCH_VERSION_MIN {
+                return Err(WireError::Invalid {
+                    api,
+                    reason: format!(
+                        "version {version}: fetching the metadata log needs v{FETCH_VERSION_MIN}+"
+                    ),
+                });
+            }
+            let request = fetch::FetchRequest::decode_exact(body, version)?;
+            let topic = only(api, &request.topics)?;
+            let p = only(api, &topic.partitions)?;
+            let named = if version >= 13 {
+                topic.topic_id == METADATA_TOPIC_ID
+            } else {
+                topic.topic == METADATA_TOPIC
+            };
+            if !named || p.partition != METADATA_PARTITION {
+                return Err(WireError::NotMetadataPartition { api });
+            }
+            let replica_id = if version >= 15 {
+                request.replica_state.replica_id
+            } else {
+                request.replica_id
+            };
+            let from = node_id(api, "ReplicaId", replica_id)?;
+            let request_id = u64::from(u32::from_be_bytes(correlation_id.to_be_bytes()));
+            Ok((
+                from,
+                Message::Fetch(FetchRequest {
+                    request_id,
+                    replica: ReplicaKey {
+                        id: from,
+                        directory_id: directory(p.replica_directory_id),
+                    },
+                    epoch: p.current_leader_epoch.0,
+                    fetch_offset: p.fetch_offset.0,
+                    last_fetched_epoch: p.last_fetched_epoch.0,
+                }),
+            ))
+        }
+        other => Err(WireError::Invalid {
+            api: "raft",
+            reason: format!("API key {other} is not one of the quorum's"),
+        }),
+    }
+}
+
+fn encode_body<M: crate::protocol::message::Message>(
+    version: i16,
+    message: &M,
+) -> Result<Bytes, WireError> {
+    let mut out = bytes::BytesMut::with_capacity(message.encoded_len(version));
+    message.encode(&mut out, version)?;
+    Ok(out.freeze())
+}
+
+/// The body of the answer `message` (a response kind) at `version`, the request's; a fetch
+/// answer carries `records` (whole batches read from the log).
+pub fn encode_response(
+    message: &Message,
+    version: i16,
+    records: Option<Bytes>,
+) -> Result<Bytes, WireError> {
+    match message {
+        Message::VoteResponse {
+            error,
+            epoch,
+            leader_id: leader,
+            granted,
+            ..
+        } => encode_body(
+            version,
+            &vote::VoteResponse {
+                error_code: 0,
+                topics: vec![vote::VoteResponseTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![vote::VoteResponsePartition {
+                        partition_index: METADATA_PARTITION,
+                        error_code: error_code(*error),
+                        leader_id: leader_id(*leader),
+                        leader_epoch: LeaderEpoch(*epoch),
+                        vote_granted: *granted,
+                    }],
+                }],
+                ..Default::default()
+            },
+        ),
+        Message::BeginQuorumEpochResponse {
+            error,
+            epoch,
+            leader_id: leader,
+        } => encode_body(
+            version,
+            &bqe::BeginQuorumEpochResponse {
+                error_code: 0,
+                topics: vec![bqe::BeginQuorumEpochResponseTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![bqe::BeginQuorumEpochResponsePartition {
+                        partition_index: METADATA_PARTITION,
+                        error_code: error_code(*error),
+                        leader_id: leader_id(*leader),
+                        leader_epoch: LeaderEpoch(*epoch),
+                    }],
+                }],
+                ..Default::default()
+            },
+        ),
+        Message::EndQuorumEpochResponse {
+            error,
+            epoch,
+            leader_id: leader,
+        } => encode_body(
+            version,
+            &eqe::EndQuorumEpochResponse {
+                error_code: 0,
+                topics: vec![eqe::EndQuorumEpochResponseTopic {
+                    topic_name: METADATA_TOPIC.into(),
+                    partitions: vec![eqe::EndQuorumEpochResponsePartition {
+                        partition_index: METADATA_PARTITION,
+                        error_code: error_code(*error),
+                        leader_id: leader_id(*leader),
+                        leader_epoch: LeaderEpoch(*epoch),
+                    }],
+                }],
+                ..Default::default()
+            },
+        ),
+        Message::FetchResponse(response) => {
+            let diverging = response.diverging.map_or_else(
+                || fetch::EpochEndOffset {
+                    epoch: LeaderEpoch(-1),
+                    end_offset: Offset(-1),
+                },
+                |d| fetch::EpochEndOffset {
+                    epoch: LeaderEpoch(d.epoch),
+                    end_offset: Offset(d.end_offset),
+                },
+            );
+            encode_body(
+                version,
+                &fetch::FetchResponse {
+                    responses: vec![fetch::FetchableTopicResponse {
+                        topic: METADATA_TOPIC.into(),
+                        topic_id: METADATA_TOPIC_ID,
+                        partitions: vec![fetch::PartitionData {
+                            partition_index: METADATA_PARTITION,
+                            error_code: error_code(response.error),
+                            high_watermark: Offset(response.high_watermark),
+                            last_stable_offset: Offset(response.high_watermark),
+                            log_start_offset: Offset(response.log_start_offset),
+                            records: Some(records.unwrap_or_default()),
+                            diverging_epoch: diverging,
+                            current_leader: fetch::LeaderIdAndEpoch {
+                                leader_id: leader_id(response.leader_id),
+                                leader_epoch: LeaderEpoch(response.epoch),
+                            },
+                            ..Default::default()
+                        }],
+                    }],
+                    ..Default::default()
+                },
+            )
+        }
+        other => Err(WireError::Invalid {
+            api: "raft",
+            reason: format!("{other:?} is not a response"),
+        }),
+    }
+}
+
+/// The error, epoch and leader of a BeginQuorumEpoch or EndQuorumEpoch answer (the two
+/// have the same shape in different generated types).
+macro_rules! epoch_answer {
+    ($api:literal, $response:expr) => {{
+        let api = $api;
+        let response = $response;
+        if response.error_code != 0 {
+            return Err(WireError::Invalid {
+                api,
+                reason: format!("error code {}", response.error_code),
+            });
+        }
+        let topic = only(api, &response.topics)?;
+        let p = only(api, &topic.partitions)?;
+        let error = quorum_error(p.error_code).map_err(|code| WireError::Invalid {
+            api,
+            reason: format!("error code {}", code.0),
+        })?;
+        (error, p.leader_epoch.0, known_leader(p.leader_id))
+    }};
+}
+
+/// The answer to `request` (as sent) from its body. A fetch answer's records come back
+/// decoded into `batches`, and whole as the second value so that a follower appends the
+/// leader's bytes.
+pub fn decode_response(
+    request: &Message,
+    version: i16,
+    body: Bytes,
+) -> Result<(Message, Option<Bytes>), WireError> {
+    let bad_code = |api: &'static str, code: ErrorCode| WireError::Invalid {
+        api,
+        reason: format!("error code {} ({code:?})", code.0),
+    };
+    match request {
+        Message::Vote(sent) => {
+            let api = "Vote";
+            let response = vote::VoteResponse::decode_exact(body, version)?;
+            if response.error_code != 0 {
+                return Err(bad_code(api, ErrorCode(response.error_code)));
+            }
+            let topic = only(api, &response.topics)?;
+            let p = only(api, &topic.partitions)?;
+            let error = quorum_error(p.error_code).map_err(|c| bad_code(api, c))?;
+            Ok((
+                Message::VoteResponse {
+                    error,
+                    epoch: p.leader_epoch.0,
+                    leader_id: known_leader(p.leader_id),
+                    granted: p.vote_granted,
+                    pre_vote: sent.pre_vote,
+                },
+                None,
+            ))
+        }
+        Message::BeginQuorumEpoch { .. } => {
+            let (error, epoch, leader_id) = epoch_answer!(
+                "BeginQuorumEpoch",
+                bqe::BeginQuorumEpochResponse::decode_exact(body, version)?
+            );
+            Ok((
+                Message::BeginQuorumEpochResponse {
+                    error,
+                    epoch,
+                    leader_id,
+                },
+                None,
+            ))
+        }
+        Message::EndQuorumEpoch { .. } => {
+            let (error, epoch, leader_id) = epoch_answer!(
+                "EndQuorumEpoch",
+                eqe::EndQuorumEpochResponse::decode_exact(body, version)?
+            );
+            Ok((
+                Message::EndQuorumEpochResponse {
+                    error,
+                    epoch,
+                    leader_id,
+                },
+                None,
+            ))
+        }
+        Message::Fetch(sent) => {
+            let api = "Fetch";
+            let response = fetch::FetchResponse::decode_exact(body, version)?;
+            if response.error_code != 0 {
+                return Err(bad_code(api, ErrorCode(response.error_code)));
+            }
+            let topic = only(api, &response.responses)?;
+            let p = only(api, &topic.partitions)?;
+            let error = quorum_error(p.error_code).map_err(|c| bad_code(api, c))?;
+            let raw = p.records.clone().unwrap_or_default();
+            let batches = if error.is_none() {
+                records::decode_batches(raw.clone()).map_err(WireError::Records)?
+            } else {
+                Vec::new()
+            };
+            let diverging = (p.diverging_epoch.epoch.0 >= 0 || p.diverging_epoch.end_offset.0 >= 0)
+                .then_some(EpochEnd {
+                    epoch: p.diverging_epoch.epoch.0,
+                    end_offset: p.diverging_epoch.end_offset.0,
+                });
+            Ok((
+                Message::FetchResponse(FetchResponse {
+                    request_id: sent.request_id,
+                    error,
+                    epoch: p.current_leader.leader_epoch.0,
+                    leader_id: known_leader(p.current_leader.leader_id),
+                    high_watermark: p.high_watermark.0,
+                    log_start_offset: p.log_start_offset.0,
+                    diverging,
+                    read: None,
+                    batches,
+                }),
+                (!raw.is_empty()).then_some(raw),
+            ))
+        }
+        other => Err(WireError::Invalid {
+            api: "raft",
+            reason: format!("{other:?} is not a request"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raft::message::{Batch, RaftRecord};
+
+    fn round_trip_request(message: Message) -> Message {
+        let from = ReplicaKey::node(3);
+        let wire = encode_request(Some("cluster"), from, 1, &message, 500).expect("encodes");
+        let (sender, decoded) =
+            decode_request(wire.api_key, wire.version, wire.body, 77).expect("decodes");
+        assert_eq!(sender, 3);
+        decoded
+    }
+
+    #[test]
+    fn requests_survive_the_wire() {
+        let vote = Message::Vote(VoteRequest {
+            candidate: ReplicaKey::node(3),
+            candidate_epoch: 5,
+            candidate_log: LogPosition {
+                last_epoch: 4,
+                end_offset: 10,
+            },
+            pre_vote: true,
+        });
+        assert_eq!(round_trip_request(vote.clone()), vote);
+        let begin = Message::BeginQuorumEpoch {
+            epoch: 5,
+            leader_id: 3,
+        };
+        assert_eq!(round_trip_request(begin.clone()), begin);
+        let end = Message::EndQuorumEpoch {
+            epoch: 5,
+            leader_id: 3,
+            preferred_successors: vec![2, 1],
+        };
+        assert_eq!(round_trip_request(end.clone()), end);
+        let fetch = Message::Fetch(FetchRequest {
+            request_id: 123,
+            replica: ReplicaKey::node(3),
+            epoch: 5,
+            fetch_offset: 9,
+            last_fetched_epoch: 4,
+        });
+        let Message::Fetch(decoded) = round_trip_request(fetch) else {
+            panic!("a fetch");
+        };
+        assert_eq!(decoded.request_id, 77, "a fetch takes the correlation id");
+        assert_eq!(
+            (
+                decoded.epoch,
+                decoded.fetch_offset,
+                decoded.last_fetched_epoch
+            ),
+            (5, 9, 4)
+        );
+    }
+
+    #[test]
+    fn a_fetch_answer_carries_records_divergence_and_the_leader() {
+        let request = Message::Fetch(FetchRequest {
+            request_id: 9,
+            replica: ReplicaKey::node(2),
+            epoch: 3,
+            fetch_offset: 0,
+            last_fetched_epoch: -1,
+        });
+        let batch = Batch {
+            base_offset: 0,
+            epoch: 3,
+            records: vec![RaftRecord::Data(Bytes::from_static(b"x"))],
+        };
+        let raw = records::encode_batch(&batch, 5);
+        let answer = Message::FetchResponse(FetchResponse {
+            request_id: 77,
+            error: None,
+            epoch: 3,
+            leader_id: Some(1),
+            high_watermark: 1,
+            log_start_offset: 0,
+            diverging: Some(EpochEnd {
+                epoch: 2,
+                end_offset: 0,
+            }),
+            read: None,
+            batches: Vec::new(),
+        });
+        let body = encode_response(&answer, FETCH_VERSION, Some(raw.clone())).expect("encodes");
+        let (decoded, bytes) = decode_response(&request, FETCH_VERSION, body).expect("decodes");
+        assert_eq!(bytes, Some(raw));
+        let Message::FetchResponse(decoded) = decoded else {
+            panic!("a fetch answer");
+        };
+        assert_eq!(decoded.request_id, 9, "the requester's own id comes back");
+        assert_eq!(decoded.batches, vec![batch]);
+        assert_eq!(decoded.leader_id, Some(1));
+        assert_eq!(decoded.diverging.map(|d| d.epoch), Some(2));
+    }
+
+    #[test]
+    fn a_request_for_another_partition_is_refused_by_name() {
+        let mut request = vote::VoteRequest::default();
+        request.topics.push(vote::VoteRequestTopic {
+            topic_name: "orders".into(),
+            partitions: vec![vote::VoteRequestPartition::default()],
+        });
+        let mut body = bytes::BytesMut::new();
+        request.encode(&mut body, 2).expect("encodes");
+        let error = decode_request(52, 2, body.freeze(), 1).expect_err("refused");
+        assert_eq!(error.error_code(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
+        assert!(error.to_string().contains(METADATA_TOPIC), "{error}");
+    }
+}

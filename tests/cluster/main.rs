@@ -1,0 +1,7 @@
+//! The cluster's integration tests on real TCP and real files, in one test binary (link time
+//! grows with every one). Run one area with `cargo test --test cluster -- <module>::`.
+//!
+//! - `raft_quorum`: three KRaft replicas in one process, each with its own directory and
+//!   controller listener: election, replication, failover, restart, DescribeQuorum.
+
+mod raft_quorum;
