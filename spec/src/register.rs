@@ -27,6 +27,38 @@ pub enum RegisterOp {
     Cas { from: u64, to: u64 },
 }
 
+impl RegisterOp {
+    /// The operation as a log record of the test state machine: `<id> w <v>`, `<id> r`,
+    /// `<id> c <from> <to>`.
+    pub fn encode(self, id: u64) -> Vec<u8> {
+        match self {
+            RegisterOp::Write(v) => format!("{id} w {v}"),
+            RegisterOp::Read => format!("{id} r"),
+            RegisterOp::Cas { from, to } => format!("{id} c {from} {to}"),
+        }
+        .into_bytes()
+    }
+
+    /// The operation id and operation of a record [`RegisterOp::encode`] wrote; `None` for
+    /// any other bytes.
+    pub fn decode(bytes: &[u8]) -> Option<(u64, RegisterOp)> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let words: Vec<&str> = text.split(' ').collect();
+        let id = words.first()?.parse().ok()?;
+        let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
+        let op = match *words.get(1)? {
+            "w" => RegisterOp::Write(number(2)?),
+            "r" => RegisterOp::Read,
+            "c" => RegisterOp::Cas {
+                from: number(2)?,
+                to: number(3)?,
+            },
+            _ => return None,
+        };
+        Some((id, op))
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegisterResult {
     Written,

@@ -110,43 +110,10 @@ fn tracing_on() -> bool {
 }
 
 fn entry_of(epoch: i32, offset: i64, record: &RaftRecord) -> Entry {
-    // FNV-1a over the record's content; control records by their kind and offset.
-    let bytes: Vec<u8> = match record {
-        RaftRecord::Data(value) => value.to_vec(),
-        other => format!("{other:?}@{offset}").into_bytes(),
-    };
-    let mut digest = 0xcbf2_9ce4_8422_2325u64;
-    for b in bytes {
-        digest ^= u64::from(b);
-        digest = digest.wrapping_mul(0x0100_0000_01b3);
+    Entry {
+        epoch,
+        digest: record.digest(offset),
     }
-    Entry { epoch, digest }
-}
-
-/// A register operation as a log record: `<id> w <v>`, `<id> r`, `<id> c <from> <to>`.
-fn encode_op(id: u64, op: RegisterOp) -> Bytes {
-    Bytes::from(match op {
-        RegisterOp::Write(v) => format!("{id} w {v}"),
-        RegisterOp::Read => format!("{id} r"),
-        RegisterOp::Cas { from, to } => format!("{id} c {from} {to}"),
-    })
-}
-
-fn decode_op(bytes: &[u8]) -> Option<(u64, RegisterOp)> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let words: Vec<&str> = text.split(' ').collect();
-    let id = words.first()?.parse().ok()?;
-    let number = |i: usize| words.get(i).and_then(|w| w.parse::<u64>().ok());
-    let op = match *words.get(1)? {
-        "w" => RegisterOp::Write(number(2)?),
-        "r" => RegisterOp::Read,
-        "c" => RegisterOp::Cas {
-            from: number(2)?,
-            to: number(3)?,
-        },
-        _ => return None,
-    };
-    Some((id, op))
 }
 
 /// A client's operation in flight: proposed at `node` (in its run `incarnation`) at
@@ -457,7 +424,7 @@ impl Cluster {
                 });
             }
             let decoded = match node.disk.record_at(offset) {
-                Some(RaftRecord::Data(bytes)) => decode_op(bytes),
+                Some(RaftRecord::Data(bytes)) => RegisterOp::decode(bytes),
                 _ => None,
             };
             if let Some((op_id, op)) = decoded {
@@ -806,7 +773,7 @@ impl Cluster {
             return;
         };
         let incarnation = node.incarnation;
-        match raft.propose(now_ms, vec![encode_op(id, op)]) {
+        match raft.propose(now_ms, vec![Bytes::from(op.encode(id))]) {
             Ok(offset) => {
                 self.ops.push(ClientOp {
                     id,
@@ -854,7 +821,7 @@ impl Cluster {
         let high_watermark = node.raft.as_ref().map_or(0, Raft::high_watermark);
         (0..high_watermark)
             .filter_map(|offset| match node.disk.record_at(offset) {
-                Some(RaftRecord::Data(bytes)) => decode_op(bytes).map(|(id, _)| id),
+                Some(RaftRecord::Data(bytes)) => RegisterOp::decode(bytes).map(|(id, _)| id),
                 _ => None,
             })
             .collect()

@@ -47,7 +47,8 @@ use crate::rt::task::{self, JoinHandle};
 use crate::rt::time::{self, Duration, Instant};
 
 use super::core::{
-    LogOp, ProposeError, QuorumDescription, Raft, RaftConfig, RaftEvent, FETCH_MAX_BYTES_MAX,
+    LogOp, ProposeError, QuorumDescription, Raft, RaftBugs, RaftConfig, RaftEvent,
+    FETCH_MAX_BYTES_MAX,
 };
 use super::election::{ElectionError, ReplicaKey, VOTERS_MAX};
 use super::message::{Batch, Envelope, Message};
@@ -116,7 +117,12 @@ pub struct NodeConfig {
     pub raft: RaftConfig,
     /// The cluster id requests carry, if known.
     pub cluster_id: Option<String>,
+    /// Deliberate bugs for the simulation's checker tests; all off in every real config.
+    pub bugs: RaftBugs,
 }
+
+/// Receives the replica's events as they happen (the simulation's history).
+pub type EventSink = Arc<dyn Fn(RaftEvent) + Send + Sync>;
 
 /// What the replica reports of itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -263,6 +269,15 @@ impl RaftHandle {
         Ok(self.store.read(offset, max_bytes, high_watermark).await?)
     }
 
+    /// Batches of the whole log from `offset` on, committed or not (for tools and checkers).
+    pub async fn read_log(&self, offset: i64, max_bytes: usize) -> Result<Vec<Batch>, DriverError> {
+        let end = self.store.log().log_end_offset();
+        if offset >= end {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.read(offset, max_bytes, end).await?)
+    }
+
     /// The quorum as the leader sees it; `None` on a replica that does not lead.
     pub async fn describe(&self) -> Result<Option<QuorumDescription>, DriverError> {
         let (reply, answer) = oneshot::channel();
@@ -346,6 +361,17 @@ pub async fn start(
     clock: Clock,
     listener: TcpListener,
 ) -> Result<RaftNode, DriverError> {
+    start_with_events(config, disk, clock, listener, None).await
+}
+
+/// [`start`], telling `events` what the replica does.
+pub async fn start_with_events(
+    config: NodeConfig,
+    disk: Disk,
+    clock: Clock,
+    listener: TcpListener,
+    events: Option<EventSink>,
+) -> Result<RaftNode, DriverError> {
     config.raft.validate().map_err(DriverError::Config)?;
     let local_addr = listener
         .local_addr()
@@ -368,7 +394,8 @@ pub async fn start(
         0,
         crate::rt::rand::random_u64(),
     )
-    .map_err(DriverError::Election)?;
+    .map_err(DriverError::Election)?
+    .with_bugs(config.bugs);
     let (inputs, queue) = mpsc::channel(INPUT_QUEUE_MAX);
     let status = Arc::new(StatusCell::default());
     let handle = RaftHandle {
@@ -423,6 +450,7 @@ pub async fn start(
         sync_running: false,
         sync_wanted: None,
         inputs,
+        events,
     };
     let task = task::spawn(async move {
         let result = driver.run(queue).await;
@@ -457,6 +485,7 @@ struct Driver {
     /// The generation of a sync asked for while one ran.
     sync_wanted: Option<u64>,
     inputs: mpsc::Sender<Input>,
+    events: Option<EventSink>,
 }
 
 impl Driver {
@@ -621,6 +650,9 @@ impl Driver {
                 self.start_sync(generation);
             }
             for event in &ready.events {
+                if let Some(sink) = &self.events {
+                    sink(*event);
+                }
                 match event {
                     RaftEvent::Leader { epoch } => {
                         tracing::info!(node = self.raft.local_id(), epoch, "raft: leading");

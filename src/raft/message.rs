@@ -31,6 +31,21 @@ impl RaftRecord {
         !matches!(self, RaftRecord::Data(_))
     }
 
+    /// A digest of the record at `offset` for comparing logs (FNV-1a over a data record's
+    /// value; a control record by its kind, content and offset).
+    pub fn digest(&self, offset: i64) -> u64 {
+        let bytes: Vec<u8> = match self {
+            RaftRecord::Data(value) => value.to_vec(),
+            other => format!("{other:?}@{offset}").into_bytes(),
+        };
+        let mut digest = 0xcbf2_9ce4_8422_2325u64;
+        for b in bytes {
+            digest ^= u64::from(b);
+            digest = digest.wrapping_mul(0x0100_0000_01b3);
+        }
+        digest
+    }
+
     /// Bytes the record takes in a batch, for fetch sizing.
     pub fn size_bytes(&self) -> usize {
         // A record's header (length, attributes, deltas, key and header counts) is about 8

@@ -76,6 +76,7 @@ impl Quorum {
             segment_bytes: 1 << 20,
             raft: TEST_RAFT,
             cluster_id: Some("test-cluster".into()),
+            bugs: Default::default(),
         };
         let disk = Disk::real(self.dirs[&id].path()).expect("disk");
         let node = driver::start(config, disk, Clock::new(), listener)
