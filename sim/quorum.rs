@@ -687,7 +687,17 @@ async fn simulate(options: QuorumOptions) -> QuorumOutcome {
     stop.store(true, Ordering::Release);
     time::sleep(Duration::from_millis(options.heal_ms / 2)).await;
 
-    judge(&shared, &options, nemesis, start).await
+    let outcome = judge(&shared, &options, nemesis, start).await;
+    // madsim drops a task's future only when it polls it after a kill; a task still alive
+    // when the run ends would keep its memory (and the voter's disk) through the reference
+    // cycles of its channels' wakers, seed after seed.
+    lock(&shared.handles).clear();
+    for voter in voters.values() {
+        handle.kill(voter.node.id());
+    }
+    handle.kill(clients.id());
+    time::sleep(Duration::from_millis(10)).await;
+    outcome
 }
 
 async fn judge(

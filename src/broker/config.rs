@@ -657,6 +657,23 @@ pub fn decode_overrides(text: &str) -> Result<BTreeMap<String, String>, ConfigEr
         .collect())
 }
 
+/// Settings from a file's `(key, value, line)` entries and `--override`s, overrides winning
+/// and later entries winning over earlier ones: key -> (value, line in the file, `None` for
+/// an override).
+pub fn merge_settings(
+    pairs: &[(String, String, usize)],
+    overrides: &[(String, String)],
+) -> BTreeMap<String, (String, Option<usize>)> {
+    let mut values = BTreeMap::new();
+    for (key, value, line) in pairs {
+        values.insert(key.clone(), (value.clone(), Some(*line)));
+    }
+    for (key, value) in overrides {
+        values.insert(key.clone(), (value.clone(), None));
+    }
+    values
+}
+
 /// Keys of Kafka's stock KRaft `server.properties` (and a few other common broker keys) that
 /// Samsa accepts so such a file loads, but does not act on yet. [`BrokerConfig::ignored_keys`]
 /// lists the ones a configuration actually set, for the broker to warn about.
@@ -900,7 +917,7 @@ fn parse_endpoints(key: &str, settings: &Settings) -> Result<Vec<Endpoint>, Conf
     Ok(endpoints)
 }
 
-fn parse_endpoint(item: &str) -> Option<Endpoint> {
+pub fn parse_endpoint(item: &str) -> Option<Endpoint> {
     let (name, address) = item.split_once("://")?;
     let name_ok = !name.is_empty()
         && name
@@ -955,13 +972,7 @@ impl BrokerConfig {
         pairs: &[(String, String, usize)],
         overrides: &[(String, String)],
     ) -> Result<Self, ConfigError> {
-        let mut values = BTreeMap::new();
-        for (key, value, line) in pairs {
-            values.insert(key.clone(), (value.clone(), Some(*line)));
-        }
-        for (key, value) in overrides {
-            values.insert(key.clone(), (value.clone(), None));
-        }
+        let values = merge_settings(pairs, overrides);
         let mut ignored = Vec::new();
         for (key, (_, line)) in &values {
             if IGNORED_BROKER_KEYS.contains(&key.as_str()) {

@@ -18,9 +18,9 @@ Without either: node.id=1, log.dirs=./samsa-data, listeners=PLAINTEXT://127.0.0.
 
 /// Parsed command line of `samsa broker`.
 #[derive(Debug, PartialEq)]
-struct Args {
-    file: Option<String>,
-    overrides: Vec<(String, String)>,
+pub(super) struct Args {
+    pub(super) file: Option<String>,
+    pub(super) overrides: Vec<(String, String)>,
 }
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
@@ -51,27 +51,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
 }
 
 pub fn main(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    super::init_logging();
-    let args = match parse_args(args) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("samsa broker: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let text = match &args.file {
-        None => None,
-        Some(path) => match crate::rt::disk::read_host_file(path) {
-            Ok(text) => Some(text),
-            Err(e) => {
-                eprintln!("samsa broker: cannot read {path}: {e}");
-                return ExitCode::from(2);
-            }
-        },
+    let (args, text) = match server_command_line("samsa broker", USAGE, args) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
     let config = match BrokerConfig::load(text.as_deref(), &args.overrides) {
         Ok(config) => config,
@@ -84,20 +66,61 @@ pub fn main(args: &[String]) -> ExitCode {
     for key in config.ignored_keys() {
         tracing::warn!(key = %key, "setting accepted for compatibility but has no effect yet");
     }
+    run_to_exit("samsa broker", run(config))
+}
+
+/// The start of a server command (`broker`, `controller`): `--help`, logging, the arguments,
+/// and the text of FILE if one was given; `Err` is the exit status to leave with.
+pub(super) fn server_command_line(
+    name: &str,
+    usage: &str,
+    args: &[String],
+) -> Result<(Args, Option<String>), ExitCode> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{usage}");
+        return Err(ExitCode::SUCCESS);
+    }
+    super::init_logging();
+    let args = match parse_args(args) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("{name}: {e}\n{usage}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    let text = match &args.file {
+        None => None,
+        Some(path) => match crate::rt::disk::read_host_file(path) {
+            Ok(text) => Some(text),
+            Err(e) => {
+                eprintln!("{name}: cannot read {path}: {e}");
+                return Err(ExitCode::from(2));
+            }
+        },
+    };
+    Ok((args, text))
+}
+
+/// Runs a server's future on a multi-thread runtime: exit status 0 when it ends well, 1 (its
+/// error printed after `name`) when it fails or the runtime cannot start.
+pub(super) fn run_to_exit(
+    name: &str,
+    future: impl std::future::Future<Output = Result<(), String>>,
+) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("samsa broker: cannot start the runtime: {e}");
+            eprintln!("{name}: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(config)) {
+    match runtime.block_on(future) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("samsa broker: {e}");
+            eprintln!("{name}: {e}");
             ExitCode::FAILURE
         }
     }
@@ -141,7 +164,7 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
 }
 
 /// Waits for SIGINT or SIGTERM and names the one that came.
-async fn wait_for_signal() -> &'static str {
+pub(super) async fn wait_for_signal() -> &'static str {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -7,6 +7,7 @@ pub mod broker;
 pub mod common;
 pub mod consume;
 pub mod consume_group;
+pub mod controller;
 pub mod format;
 pub mod groups;
 pub mod perf;
@@ -21,6 +22,7 @@ const USAGE: &str = "usage: samsa <command> [args]
 
 commands:
   broker [FILE] [--override key=value]...   run a broker node (Kafka's server.properties keys)
+  controller [FILE] [--override key=value]...   run a metadata quorum voter (controller.properties)
   perf produce|consume|commit [options]     load generators (see `samsa perf --help`)
   topics create|list|describe|alter|delete  administer topics
   produce --topic T [options]               write stdin lines as records
@@ -32,6 +34,7 @@ commands:
 pub fn main(args: Vec<String>) -> ExitCode {
     match args.first().map(String::as_str) {
         Some("broker") => broker::main(&args[1..]),
+        Some("controller") => controller::main(&args[1..]),
         Some("perf") => perf::main(&args[1..]),
         Some("topics") => topics::main(&args[1..]),
         Some("produce") => produce::main(&args[1..]),

@@ -24,6 +24,7 @@ pub mod log_view;
 pub mod message;
 pub mod quorum_state;
 pub mod records;
+pub mod settings;
 pub mod store;
 pub mod wire;
 

@@ -3,5 +3,8 @@
 //!
 //! - `raft_quorum`: three KRaft replicas in one process, each with its own directory and
 //!   controller listener: election, replication, failover, restart, DescribeQuorum.
+//! - `controller_process`: three `samsa controller` processes: election, failover after a
+//!   SIGKILL, clean SIGTERM, a bad setting refused.
 
+mod controller_process;
 mod raft_quorum;

@@ -1,0 +1,120 @@
+//! `samsa controller [FILE] [--override key=value]...`: runs one voter of a KRaft metadata
+//! quorum (Kafka's `process.roles=controller` node) from a `controller.properties` (see
+//! `raft::settings` for the keys): opens the metadata log, serves Vote, BeginQuorumEpoch,
+//! EndQuorumEpoch, Fetch on `__cluster_metadata` and DescribeQuorum on the controller
+//! listener, and logs each change of epoch and leader, until SIGINT or SIGTERM, when it
+//! closes the log cleanly.
+
+use std::process::ExitCode;
+
+use super::broker::{server_command_line, wait_for_signal};
+use crate::broker::config::parse_properties;
+use crate::raft::driver::{self, RaftHandle, Status};
+use crate::raft::settings::ControllerSettings;
+use crate::rt::clock::Clock;
+use crate::rt::disk::Disk;
+use crate::rt::net::TcpListener;
+use crate::rt::time::Duration;
+
+const USAGE: &str = "usage: samsa controller [FILE] [--override key=value]...
+
+FILE is a Kafka-style controller.properties: node.id and controller.quorum.voters
+(id@host:port,...) are required; metadata.log.dir (or log.dirs) says where the metadata log
+lives; listeners=CONTROLLER://host:port is bound (the voter's own address by default).";
+
+pub fn main(args: &[String]) -> ExitCode {
+    let (args, text) = match server_command_line("samsa controller", USAGE, args) {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
+    };
+    let pairs = match &text {
+        None => Ok(Vec::new()),
+        Some(text) => parse_properties(text),
+    };
+    let settings =
+        match pairs.and_then(|p| ControllerSettings::from_properties(&p, &args.overrides)) {
+            Ok(settings) => settings,
+            Err(e) => {
+                let source = args.file.as_deref().unwrap_or("the command line");
+                eprintln!("samsa controller: invalid configuration ({source}): {e}");
+                return ExitCode::from(2);
+            }
+        };
+    for key in &settings.ignored {
+        tracing::warn!(key = %key, "setting has no effect on a controller");
+    }
+    super::broker::run_to_exit("samsa controller", run(settings))
+}
+
+/// Runs the voter until a shutdown signal or a failure of its log.
+pub async fn run(settings: ControllerSettings) -> Result<(), String> {
+    let dir = &settings.metadata_log_dir;
+    let disk = Disk::real(dir).map_err(|e| format!("opening metadata.log.dir {dir}: {e}"))?;
+    let listener = TcpListener::bind(&settings.listen)
+        .await
+        .map_err(|e| format!("listening on {}: {e}", settings.listen))?;
+    let node_id = settings.node.node_id;
+    let node = driver::start(settings.node, disk, Clock::new(), listener)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(
+        node = node_id,
+        listener = %node.handle.local_addr(),
+        metadata_log_dir = %dir,
+        "samsa controller running"
+    );
+    let watcher = crate::rt::task::spawn(report_changes(node.handle.clone()));
+    let mut task = node.task;
+    let outcome = tokio::select! {
+        biased;
+        result = &mut task => Some(result),
+        signal = wait_for_signal() => {
+            tracing::info!("{signal}: shutting down");
+            None
+        }
+    };
+    watcher.abort();
+    let result = match outcome {
+        Some(result) => result,
+        None => {
+            node.handle.shutdown().await;
+            task.await
+        }
+    };
+    match result {
+        Ok(Ok(())) => {
+            tracing::info!("shut down cleanly");
+            Ok(())
+        }
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the replica's task failed: {e}")),
+    }
+}
+
+/// Logs each change of epoch or leader.
+async fn report_changes(handle: RaftHandle) {
+    let mut last: Option<Status> = None;
+    loop {
+        let seen = last;
+        let status = match handle
+            .wait_for(Duration::from_secs(60), |s| {
+                seen.is_none_or(|l| l.epoch != s.epoch || l.leader_id != s.leader_id)
+            })
+            .await
+        {
+            Ok(status) | Err(status) => status,
+        };
+        if seen.is_none_or(|l| l.epoch != status.epoch || l.leader_id != status.leader_id) {
+            match status.leader_id {
+                Some(leader) => tracing::info!(
+                    epoch = status.epoch,
+                    leader,
+                    leading = status.is_leader,
+                    "metadata quorum leader"
+                ),
+                None => tracing::info!(epoch = status.epoch, "metadata quorum without a leader"),
+            }
+        }
+        last = Some(status);
+    }
+}

@@ -1,0 +1,167 @@
+//! Three `samsa controller` processes form a metadata quorum on loopback: DescribeQuorum on
+//! the controller listener names a leader whose first record every voter holds; the leader
+//! killed with SIGKILL, the two others elect a new one in a later epoch; SIGTERM stops each
+//! cleanly. A bad setting is refused by name with exit status 2.
+#![cfg(not(feature = "sim"))]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use samsa::client::connection::{Connection, ConnectionLimits};
+use samsa::protocol::describe_quorum::{
+    DescribeQuorumRequest, DescribeQuorumRequestPartition, DescribeQuorumRequestTopic,
+    DescribeQuorumResponse, DescribeQuorumResponsePartition,
+};
+
+/// Polls while waiting for the quorum, one per `POLL_MS` (30 s in all).
+const POLLS_MAX: u32 = 300;
+const POLL_MS: u64 = 100;
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+// The child's stderr goes to a file of the test's own directory, outside the system under
+// test.
+#[allow(clippy::disallowed_methods)]
+fn spawn(dir: &Path, id: i32, voters: &str, port: u16) -> Child {
+    let stderr = std::fs::File::create(dir.join(format!("controller-{id}.log"))).expect("log");
+    Command::new(env!("CARGO_BIN_EXE_samsa"))
+        .args([
+            "controller",
+            "--override",
+            &format!("node.id={id}"),
+            "--override",
+            &format!("controller.quorum.voters={voters}"),
+            "--override",
+            &format!("listeners=CONTROLLER://127.0.0.1:{port}"),
+            "--override",
+            &format!(
+                "metadata.log.dir={}",
+                dir.join(format!("meta-{id}")).display()
+            ),
+            "--override",
+            "controller.quorum.election.timeout.ms=300",
+            "--override",
+            "controller.quorum.fetch.timeout.ms=600",
+        ])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start samsa controller")
+}
+
+async fn describe(port: u16) -> Option<DescribeQuorumResponsePartition> {
+    let mut conn = Connection::connect(
+        &format!("127.0.0.1:{port}"),
+        "test",
+        ConnectionLimits {
+            request_timeout_ms: 2_000,
+            connect_timeout_ms: 1_000,
+            ..ConnectionLimits::default()
+        },
+    )
+    .await
+    .ok()?;
+    let request = DescribeQuorumRequest {
+        topics: vec![DescribeQuorumRequestTopic {
+            topic_name: "__cluster_metadata".into(),
+            partitions: vec![DescribeQuorumRequestPartition { partition_index: 0 }],
+        }],
+    };
+    let response: DescribeQuorumResponse = conn.send(55, 2, &request).await.ok()?;
+    response.topics.first()?.partitions.first().cloned()
+}
+
+/// Waits until one of `ports` answers as a leader whose voters all hold its first record.
+async fn leader(ports: &[(i32, u16)], above_epoch: i32) -> (i32, i32) {
+    for _ in 0..POLLS_MAX {
+        for (_, port) in ports {
+            if let Some(p) = describe(*port).await {
+                let caught_up = p
+                    .current_voters
+                    .iter()
+                    .filter(|v| v.log_end_offset.0 >= 1)
+                    .count();
+                if p.error_code == 0 && p.leader_epoch.0 > above_epoch && caught_up * 2 > 3 {
+                    return (p.leader_id.0, p.leader_epoch.0);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+    }
+    panic!("no leader above epoch {above_epoch} among {ports:?}");
+}
+
+fn sigterm(child: &Child) {
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
+    let _ = unsafe { libc::kill(pid, libc::SIGTERM) };
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_controller_processes_elect_and_fail_over() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let ports: Vec<(i32, u16)> = (1..=3).map(|id| (id, free_port())).collect();
+    let voters = ports
+        .iter()
+        .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut children: Vec<(i32, Child)> = ports
+        .iter()
+        .map(|(id, port)| (*id, spawn(dir.path(), *id, &voters, *port)))
+        .collect();
+    let (first, epoch) = leader(&ports, 0).await;
+
+    let at = children
+        .iter()
+        .position(|(id, _)| *id == first)
+        .expect("the leader's process");
+    let (_, mut killed) = children.remove(at);
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    let survivors: Vec<(i32, u16)> = ports
+        .iter()
+        .copied()
+        .filter(|(id, _)| *id != first)
+        .collect();
+    let (second, later) = leader(&survivors, epoch).await;
+    assert_ne!(second, first);
+    assert!(later > epoch);
+
+    for (id, child) in &mut children {
+        sigterm(child);
+        let status = child.wait().expect("exits");
+        let log = std::fs::read_to_string(dir.path().join(format!("controller-{id}.log")))
+            .unwrap_or_default();
+        assert!(status.success(), "controller {id} exited {status}:\n{log}");
+        assert!(log.contains("shut down cleanly"), "controller {id}:\n{log}");
+    }
+}
+
+#[test]
+fn a_bad_setting_is_refused_by_name() {
+    let output = Command::new(env!("CARGO_BIN_EXE_samsa"))
+        .args([
+            "controller",
+            "--override",
+            "node.id=1",
+            "--override",
+            "controller.quorum.voters=1@127.0.0.1:1",
+            "--override",
+            "metadata.log.dir=/nonexistent-not-used",
+            "--override",
+            "controller.quorum.fetch.timeout.ms=zero",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("controller.quorum.fetch.timeout.ms"),
+        "{stderr}"
+    );
+}
