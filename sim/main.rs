@@ -1066,3 +1066,31 @@ fn quorum_bug_rates() {
         }
     }
 }
+
+#[test]
+#[ignore = "a measurement for the closing note: time to a new leader after the leader is isolated"]
+fn quorum_failover_times() {
+    use samsa::raft::core::RaftConfig;
+    let tuned = RaftConfig {
+        election_timeout_ms: 150,
+        fetch_timeout_ms: 300,
+        election_backoff_max_ms: 100,
+        request_timeout_ms: 300,
+        fetch_max_wait_ms: 100,
+        ..RaftConfig::DEFAULT
+    };
+    for (name, raft) in [("default", RaftConfig::DEFAULT), ("tuned", tuned)] {
+        let mut times: Vec<u64> = quorum::quorum_seeds(50)
+            .filter_map(|seed| quorum::measure_failover(seed, raft))
+            .collect();
+        times.sort_unstable();
+        let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
+        eprintln!(
+            "{name} ({raft:?}): {} failovers, median {} ms, p90 {} ms, max {} ms",
+            times.len(),
+            at(0.5),
+            at(0.9),
+            at(1.0)
+        );
+    }
+}

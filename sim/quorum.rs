@@ -867,3 +867,76 @@ pub fn caught(options: QuorumOptions, seeds: std::ops::Range<u64>) -> Vec<(u64, 
         })
         .collect()
 }
+
+/// Milliseconds from isolating the leader of a quiet three-voter quorum until another voter
+/// leads, on seed `seed` (for the closing note's failover figures; no other fault).
+pub fn measure_failover(seed: u64, raft: RaftConfig) -> Option<u64> {
+    let outcome = std::thread::Builder::new()
+        .name(format!("failover-seed-{seed}"))
+        .spawn(move || {
+            let mut runtime =
+                madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+            runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
+            runtime.block_on(failover(raft))
+        })
+        .map(|thread| thread.join());
+    match outcome {
+        Ok(Ok(ms)) => ms,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => panic!("seed {seed}: cannot start its simulation thread: {e}"),
+    }
+}
+
+async fn failover(raft: RaftConfig) -> Option<u64> {
+    let handle = madsim::runtime::Handle::current();
+    let net = madsim::net::NetSim::current();
+    let shared = Arc::new(Shared::default());
+    let options = QuorumOptions {
+        raft,
+        ..QuorumOptions::new(3)
+    };
+    let mut nodes = BTreeMap::new();
+    for id in 1..=options.voters {
+        let disk = MemDisk::new(u64::try_from(id).unwrap_or(0));
+        let shared = shared.clone();
+        let node = handle
+            .create_node()
+            .name(format!("voter-{id}"))
+            .ip(voter_ip(id))
+            .init(move || voter(id, disk.clone(), Clock::new(), options, shared.clone(), 1))
+            .build();
+        nodes.insert(id, node);
+    }
+    // Let a leader settle, then isolate it.
+    time::sleep(Duration::from_secs(10)).await;
+    let leader = lock(&shared.handles)
+        .iter()
+        .find(|(_, (_, h))| h.status().is_leader)
+        .map(|(id, _)| *id)?;
+    let seen = lock(&shared.history).events.len();
+    for (id, node) in &nodes {
+        if *id != leader {
+            net.clog_link(nodes[&leader].id(), node.id());
+            net.clog_link(node.id(), nodes[&leader].id());
+        }
+    }
+    let isolated_at = time::now();
+    let mut result = None;
+    while isolated_at.elapsed() < Duration::from_secs(60) {
+        time::sleep(Duration::from_millis(1)).await;
+        let history = lock(&shared.history);
+        let elected = history.events[seen..]
+            .iter()
+            .any(|e| matches!(e, QuorumEvent::Leader { node, .. } if *node != leader));
+        if elected {
+            result = Some(isolated_at.elapsed().as_millis() as u64);
+            break;
+        }
+    }
+    lock(&shared.handles).clear();
+    for node in nodes.values() {
+        handle.kill(node.id());
+    }
+    time::sleep(Duration::from_millis(10)).await;
+    result
+}

@@ -14,8 +14,15 @@
 //!   and truncation, the high watermark on a majority of synced logs with the own-epoch
 //!   rule, check quorum, graceful resignation.
 //!
-//! Still to come (issue 13): snapshots with FetchSnapshot, the driver on `rt` with the wire
-//! codec, DescribeQuorum, the settings, and the multi-node simulation.
+//! - [`records`]: a core batch as a Kafka record batch, with Kafka's control records;
+//! - [`store`]: the metadata log (`__cluster_metadata-0`) on the partition log, and
+//!   `quorum-state`;
+//! - [`wire`]: the core's messages as Kafka's requests and responses;
+//! - [`driver`]: the replica on `rt`: the controller listener, the lanes to the peers, the
+//!   syncs, and [`driver::RaftHandle`] for the state machine above;
+//! - [`settings`]: a controller's settings under Kafka's names (`samsa controller`).
+//!
+//! Still to come (issue 13): snapshots with FetchSnapshot and `metadata.max.retention.bytes`.
 
 pub mod core;
 pub mod driver;
