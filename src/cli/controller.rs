@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use super::broker::{server_command_line, wait_for_signal};
 use crate::broker::config::parse_properties;
+use crate::raft::core::RaftConfig;
 use crate::raft::driver::{self, RaftHandle, Status};
 use crate::raft::settings::ControllerSettings;
 use crate::rt::clock::Clock;
@@ -54,6 +55,7 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
         .await
         .map_err(|e| format!("listening on {}: {e}", settings.listen))?;
     let node_id = settings.node.node_id;
+    let raft = settings.node.raft;
     let node = driver::start(settings.node, disk, Clock::new(), listener)
         .await
         .map_err(|e| e.to_string())?;
@@ -77,6 +79,7 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
     let result = match outcome {
         Some(result) => result,
         None => {
+            resign(&node.handle, raft).await;
             node.handle.shutdown().await;
             task.await
         }
@@ -88,6 +91,33 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
         }
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(format!("the replica's task failed: {e}")),
+    }
+}
+
+/// The longest a stopping leader waits for another voter to take over after it resigned.
+pub const RESIGN_WAIT_MS_MAX: u64 = 5_000;
+
+/// A leader that stops resigns first (EndQuorumEpoch), so the others elect a successor at once
+/// instead of after the fetch timeout; it waits until one leads, for about one election
+/// (twice the election timeout and the longest backoff, at most `RESIGN_WAIT_MS_MAX`).
+async fn resign(handle: &RaftHandle, raft: RaftConfig) {
+    let status = handle.status();
+    let alone = matches!(handle.describe().await, Ok(Some(q)) if q.voters.len() <= 1);
+    if !status.is_leader || alone || handle.resign().await.is_err() {
+        return;
+    }
+    let epoch = status.epoch;
+    let wait_ms =
+        (2 * raft.election_timeout_ms + raft.election_backoff_max_ms).min(RESIGN_WAIT_MS_MAX);
+    let wait = Duration::from_millis(wait_ms);
+    match handle
+        .wait_for(wait, |s| s.epoch > epoch && s.leader_id.is_some())
+        .await
+    {
+        Ok(s) => {
+            tracing::info!(epoch = s.epoch, leader = ?s.leader_id, "resigned; a successor leads")
+        }
+        Err(_) => tracing::warn!("resigned; no successor within {wait_ms} ms"),
     }
 }
 

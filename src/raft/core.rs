@@ -38,10 +38,14 @@ use super::election::{
 use super::log_view::LogView;
 use super::message::{
     Batch, Envelope, FetchRequest, FetchResponse, LogRead, Message, QuorumError, RaftRecord,
+    BATCH_OVERHEAD_BYTES,
 };
 
 /// Observers a leader keeps fetch state for; one beyond that is served but not tracked.
 pub const OBSERVERS_MAX: usize = 256;
+/// An observer silent this long may be forgotten to make room for another (Kafka's
+/// `OBSERVER_SESSION_TIMEOUT_MS`, 5 minutes).
+pub const OBSERVER_SESSION_TIMEOUT_MS: u64 = 300_000;
 /// Records one proposal may carry (one batch).
 pub const PROPOSE_RECORDS_MAX: usize = 4096;
 /// Bytes of batches one fetch answer may ask the driver to read.
@@ -203,6 +207,8 @@ pub enum ProposeError {
     NotLeader { leader_id: Option<i32> },
     /// An empty proposal or one over [`PROPOSE_RECORDS_MAX`] records.
     BadSize { records: usize },
+    /// A batch larger than a fetch answer may carry (`fetch_max_bytes`).
+    TooLarge { bytes: usize, max: usize },
 }
 
 impl std::fmt::Display for ProposeError {
@@ -215,6 +221,10 @@ impl std::fmt::Display for ProposeError {
             ProposeError::BadSize { records } => write!(
                 f,
                 "a proposal of {records} records (1 to {PROPOSE_RECORDS_MAX})"
+            ),
+            ProposeError::TooLarge { bytes, max } => write!(
+                f,
+                "a proposal of about {bytes} bytes; a batch of the metadata log holds at most {max}"
             ),
         }
     }
@@ -306,6 +316,8 @@ pub struct Raft {
     rng: u64,
     ready: Ready,
     bugs: RaftBugs,
+    /// Fetches held by a leadership that just ended, to be answered NOT_LEADER_OR_FOLLOWER.
+    stepped_down: Vec<FetchRequest>,
 }
 
 impl Raft {
@@ -340,6 +352,7 @@ impl Raft {
             rng: seed | 1,
             ready: Ready::default(),
             bugs: RaftBugs::default(),
+            stepped_down: Vec::new(),
         };
         raft.fetch.deadline_ms = now_ms + config.fetch_timeout_ms;
         // Request ids start at random, so that an answer meant for this replica's previous
@@ -491,6 +504,7 @@ impl Raft {
         } else {
             self.tick_other(now_ms);
         }
+        self.answer_stepped_down();
         self.maybe_fetch(now_ms);
         self.check();
     }
@@ -651,8 +665,26 @@ impl Raft {
         }
     }
 
+    /// Leadership ends (a later epoch, an election): every held fetch is answered
+    /// NOT_LEADER_OR_FOLLOWER at once, as Kafka does, so no fetcher waits for an answer that
+    /// would never come.
+    fn step_down(&mut self) {
+        let Some(leader) = self.leader.take() else {
+            return;
+        };
+        // Answered once the input is taken, so that the answers carry the new epoch.
+        self.stepped_down
+            .extend(leader.parked.into_values().map(|(request, _)| request));
+    }
+
+    fn answer_stepped_down(&mut self) {
+        for request in std::mem::take(&mut self.stepped_down) {
+            self.answer_not_leader(request.replica.id, request.request_id, None);
+        }
+    }
+
     fn start_pre_vote(&mut self, now_ms: u64) {
-        self.leader = None;
+        self.step_down();
         self.fetch.in_flight = None;
         self.election.become_prospective();
         self.reset_election_deadline(now_ms);
@@ -774,6 +806,19 @@ impl Raft {
                 records: records.len(),
             });
         }
+        // A fetch answer carries at least one whole batch: one larger than a fetch may carry
+        // would stall every follower on it for good.
+        let bytes = BATCH_OVERHEAD_BYTES
+            + records
+                .iter()
+                .map(|r| RaftRecord::Data(r.clone()).size_bytes())
+                .sum::<usize>();
+        if bytes > self.config.fetch_max_bytes {
+            return Err(ProposeError::TooLarge {
+                bytes,
+                max: self.config.fetch_max_bytes,
+            });
+        }
         let base_offset = self.append_own(records.into_iter().map(RaftRecord::Data).collect());
         self.release_parked();
         self.maybe_advance_high_watermark();
@@ -873,6 +918,7 @@ impl Raft {
             Message::Fetch(request) => self.on_fetch(now_ms, from, request),
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response),
         }
+        self.answer_stepped_down();
         self.maybe_fetch(now_ms);
         self.check();
     }
@@ -886,7 +932,7 @@ impl Raft {
             }
             _ => {
                 let before = self.epoch();
-                self.leader = None;
+                self.step_down();
                 self.fetch.in_flight = None;
                 let persisted = self.election.become_unattached(epoch);
                 self.persist(persisted.0);
@@ -902,7 +948,7 @@ impl Raft {
             Ok(persisted) => {
                 if let Some(persisted) = persisted {
                     self.persist(persisted.0);
-                    self.leader = None;
+                    self.step_down();
                     self.fetch.in_flight = None;
                     self.fetch.leader_resigned = false;
                     self.fetch.last_heard_ms = None;
@@ -934,7 +980,7 @@ impl Raft {
                     self.persist(persisted.0);
                 }
                 if self.epoch() != before {
-                    self.leader = None;
+                    self.step_down();
                     self.fetch.in_flight = None;
                     if was_leader {
                         tracing::info!(
@@ -1116,6 +1162,11 @@ impl Raft {
     }
 
     fn on_fetch(&mut self, now_ms: u64, from: i32, request: FetchRequest) {
+        if let Some(leader) = &mut self.leader {
+            // A replica fetches one at a time: a new fetch supersedes the one held for it,
+            // whose sender has given up on it.
+            leader.parked.remove(&from);
+        }
         if request.replica.id != from {
             self.answer_not_leader(
                 from,
@@ -1191,7 +1242,21 @@ impl Raft {
             .filter(|k| !self.voters.contains(k))
             .count();
         if !voter && !leader.replicas.contains_key(&id) && observers >= OBSERVERS_MAX {
-            return;
+            // Make room by forgetting observers silent for Kafka's observer session timeout.
+            let voters = &self.voters;
+            leader.replicas.retain(|k, r| {
+                voters.contains(k)
+                    || r.last_fetch_ms
+                        .is_some_and(|at| now_ms < at + OBSERVER_SESSION_TIMEOUT_MS)
+            });
+            let observers = leader
+                .replicas
+                .keys()
+                .filter(|k| !voters.contains(k))
+                .count();
+            if observers >= OBSERVERS_MAX {
+                return;
+            }
         }
         let replica = leader.replicas.entry(id).or_insert(ReplicaState {
             end_offset: None,
@@ -1362,7 +1427,9 @@ impl Raft {
         self.fetch.last_heard_ms = Some(now_ms);
         self.fetch.leader_lost = false;
         if let Some(diverging) = response.diverging {
-            self.truncate_diverging(diverging);
+            if !self.truncate_diverging(diverging) {
+                self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
+            }
             return;
         }
         for batch in response.batches {
@@ -1396,7 +1463,8 @@ impl Raft {
     }
 
     /// Kafka's `truncateToEndOffset`: cut the log where it stops matching the leader's.
-    fn truncate_diverging(&mut self, diverging: EpochEnd) {
+    /// False when the cut is refused.
+    fn truncate_diverging(&mut self, diverging: EpochEnd) -> bool {
         let local = self.log.end_offset_for_epoch(diverging.epoch);
         let mut to = if local.epoch == diverging.epoch {
             local.end_offset.min(diverging.end_offset)
@@ -1408,13 +1476,17 @@ impl Raft {
         to = to.clamp(self.log.start_offset(), self.log.end_offset());
         if self.bugs.truncate_below_committed && self.high_watermark > self.log.start_offset() {
             to = to.min(self.high_watermark - 1);
-        } else if self.bugs == RaftBugs::default() {
-            // With a planted bug the high watermark may be wrong; the simulation's checker,
-            // not this assertion, is what must catch that.
-            assert!(
-                to >= self.high_watermark,
-                "a truncation below the high watermark"
+        } else if to < self.high_watermark && self.bugs == RaftBugs::default() {
+            // A leader's answer is a peer's word: one that would cut committed records is
+            // refused (and the fetch retried), never obeyed. With a planted bug the high
+            // watermark itself may be wrong, and the simulation's checker must judge.
+            tracing::warn!(
+                node = self.local.id,
+                to,
+                high_watermark = self.high_watermark,
+                "raft: refused a diverging epoch that would truncate below the high watermark"
             );
+            return false;
         }
         self.ready.events.push(RaftEvent::Truncated {
             to,
@@ -1429,9 +1501,14 @@ impl Raft {
                 self.ready.sync = Some(self.log.generation());
             }
         }
+        true
     }
 
     fn check(&self) {
+        assert!(
+            self.stepped_down.is_empty(),
+            "a held fetch of an ended leadership left unanswered"
+        );
         assert!(
             self.high_watermark <= self.log.end_offset() || self.bugs != RaftBugs::default(),
             "the high watermark past the log end"
@@ -1471,6 +1548,133 @@ mod tests {
             7,
         )
         .expect("a replica")
+    }
+
+    /// Node 1 of three, elected leader by votes from 2 and 3, its first record committed by
+    /// node 2's fetch.
+    fn leader_of_three() -> (Raft, u64) {
+        let mut raft = replica(LogView::empty(), ElectionState::INITIAL);
+        let mut now = raft.next_deadline_ms();
+        raft.tick(now);
+        for pre_vote in [true, false] {
+            let requests: Vec<Envelope> = raft
+                .ready()
+                .messages
+                .into_iter()
+                .filter(|m| matches!(m.message, Message::Vote(_)))
+                .collect();
+            assert_eq!(requests.len(), 2, "votes asked of both peers");
+            for request in requests {
+                let Message::Vote(vote) = request.message else {
+                    unreachable!()
+                };
+                // A pre-vote's voter answers in its own epoch; a vote moves it to the
+                // candidate's.
+                let epoch = if pre_vote {
+                    raft.epoch()
+                } else {
+                    vote.candidate_epoch
+                };
+                raft.step(
+                    now,
+                    Envelope {
+                        from: request.to,
+                        to: 1,
+                        message: Message::VoteResponse {
+                            error: None,
+                            epoch,
+                            leader_id: None,
+                            granted: true,
+                            pre_vote,
+                        },
+                    },
+                );
+            }
+        }
+        assert!(raft.is_leader());
+        now += 1;
+        let ready = raft.ready();
+        let end = raft.log().end_offset();
+        raft.synced(now, end, ready.sync.expect("a sync"));
+        raft.ready();
+        (raft, now)
+    }
+
+    fn fetch(raft: &mut Raft, now_ms: u64, request_id: u64) -> Vec<Message> {
+        let request = FetchRequest {
+            request_id,
+            replica: ReplicaKey::node(2),
+            epoch: raft.epoch(),
+            fetch_offset: raft.log().end_offset(),
+            last_fetched_epoch: raft.log().last_epoch(),
+        };
+        raft.step(
+            now_ms,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: Message::Fetch(request),
+            },
+        );
+        raft.ready()
+            .messages
+            .into_iter()
+            .map(|m| m.message)
+            .collect()
+    }
+
+    #[test]
+    fn held_fetches_are_answered_when_leadership_ends() {
+        let (mut raft, now) = leader_of_three();
+        let first = fetch(&mut raft, now, 1);
+        assert!(
+            matches!(&first[..], [Message::FetchResponse(r)] if r.request_id == 1),
+            "the first fetch is answered at once: {first:?}"
+        );
+        assert!(fetch(&mut raft, now, 2).is_empty(), "nothing new: held");
+        assert!(
+            fetch(&mut raft, now, 3).is_empty(),
+            "a newer fetch supersedes it"
+        );
+        let epoch = raft.epoch();
+        raft.step(
+            now,
+            Envelope {
+                from: 3,
+                to: 1,
+                message: Message::BeginQuorumEpoch {
+                    epoch: epoch + 1,
+                    leader_id: 3,
+                },
+            },
+        );
+        let answers: Vec<(u64, Option<QuorumError>, i32)> = raft
+            .ready()
+            .messages
+            .into_iter()
+            .filter_map(|m| match m.message {
+                Message::FetchResponse(r) => Some((r.request_id, r.error, r.epoch)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            answers,
+            vec![(3, Some(QuorumError::NotLeader), epoch + 1)],
+            "only the newest held fetch, answered in the new epoch"
+        );
+    }
+
+    #[test]
+    fn a_proposal_larger_than_a_fetch_may_carry_is_refused() {
+        let (mut raft, now) = leader_of_three();
+        let big = Bytes::from(vec![0u8; RaftConfig::DEFAULT.fetch_max_bytes]);
+        assert!(matches!(
+            raft.propose(now, vec![big]),
+            Err(ProposeError::TooLarge { .. })
+        ));
+        assert!(raft
+            .propose(now, vec![Bytes::from_static(b"small")])
+            .is_ok());
     }
 
     #[test]

@@ -18,9 +18,12 @@
 //! - the election state is durable before any message of the same `Ready` leaves, and log
 //!   operations are applied in the core's order before any answer that reads the log;
 //! - an answer goes only on the connection its request came in on: Vote, BeginQuorumEpoch and
-//!   EndQuorumEpoch are answered within the step that takes them, a fetch by its request id
-//!   (the wire's correlation id); a held fetch superseded by a newer one from the same
-//!   replica loses its reply slot, which closes that connection;
+//!   EndQuorumEpoch are answered within the step that takes them, a fetch by the request id
+//!   the driver gave it (correlation ids restart with every connection); a held fetch
+//!   superseded by a newer one from the same replica loses its reply slot, which closes that
+//!   connection, and one held by a leadership that ended is answered NOT_LEADER_OR_FOLLOWER;
+//! - a peer bounds nothing it sends: requests are at most `INBOUND_REQUEST_BYTES_MAX`, every
+//!   read, write and wait for an answer has a timeout, idle connections close;
 //! - every queue has a named bound and every exchange a timeout; an exchange that fails drops
 //!   its connection, and the core's own request timeout sends again.
 
@@ -36,7 +39,6 @@ use crate::protocol::describe_quorum as dq;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::frame::{self, SIZE_PREFIX_BYTES};
 use crate::protocol::header::{RequestHeader, ResponseHeader};
-use crate::protocol::record_batch;
 use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::{Reader, Uuid};
 use crate::protocol::{request_header_version, response_header_version};
@@ -53,7 +55,7 @@ use super::core::{
 use super::election::{ElectionError, ReplicaKey, VOTERS_MAX};
 use super::message::{Batch, Envelope, Message};
 use super::store::{RaftStore, StoreError};
-use super::wire::{self, WireError, METADATA_PARTITION, METADATA_TOPIC};
+use super::wire::{self, METADATA_PARTITION, METADATA_TOPIC};
 
 /// Inputs waiting for the driver task.
 pub const INPUT_QUEUE_MAX: usize = 4096;
@@ -61,6 +63,12 @@ pub const INPUT_QUEUE_MAX: usize = 4096;
 pub const LANE_QUEUE_MAX: usize = 64;
 /// Connections the controller listener serves at once; more are closed on accept.
 pub const CONNECTIONS_MAX: usize = 1024;
+/// The largest request the controller listener reads: the quorum's requests are small (a
+/// fetch request is under 200 bytes), so a larger one is not from a peer.
+pub const INBOUND_REQUEST_BYTES_MAX: usize = 64 << 10;
+/// A connection with no request for this long is closed (Kafka's `connections.max.idle.ms`
+/// default).
+pub const CONNECTION_IDLE_MS_MAX: u64 = 600_000;
 /// The largest frame the quorum reads: a fetch answer of the most bytes a fetch may carry,
 /// with room for its headers.
 pub const FRAME_BYTES_MAX: usize = FETCH_MAX_BYTES_MAX + (64 << 10);
@@ -177,7 +185,8 @@ enum Input {
     Response {
         from: i32,
         message: Message,
-        raw: Option<Bytes>,
+        /// A fetch answer's batches as the leader's bytes, in the answer's order.
+        raw: Vec<Bytes>,
     },
     Propose {
         records: Vec<Bytes>,
@@ -436,7 +445,17 @@ pub async fn start_with_events(
             },
         );
     }
-    let accept = task::spawn(serve(listener, inputs.clone()));
+    let accept = task::spawn(serve(
+        listener,
+        inputs.clone(),
+        ServeConfig {
+            cluster_id: config.cluster_id.clone(),
+            request_timeout: Duration::from_millis(config.raft.request_timeout_ms),
+            reply_timeout: Duration::from_millis(
+                config.raft.request_timeout_ms + config.raft.fetch_max_wait_ms,
+            ),
+        },
+    ));
     let driver = Driver {
         raft,
         store: opened.store,
@@ -447,6 +466,7 @@ pub async fn start_with_events(
         pending_fetches: BTreeMap::new(),
         pending_other: BTreeMap::new(),
         raw: BTreeMap::new(),
+        next_inbound_id: 0,
         sync_running: false,
         sync_wanted: None,
         inputs,
@@ -481,6 +501,8 @@ struct Driver {
     pending_other: BTreeMap<(i32, i16), VecDeque<oneshot::Sender<Reply>>>,
     /// The leader's bytes of the batches the last fetch answer brought, by base offset.
     raw: BTreeMap<i64, (Batch, Bytes)>,
+    /// The last id given to a fetch taken from a peer.
+    next_inbound_id: u64,
     sync_running: bool,
     /// The generation of a sync asked for while one ran.
     sync_wanted: Option<u64>,
@@ -532,11 +554,15 @@ impl Driver {
         match input {
             Input::Request {
                 from,
-                message,
+                mut message,
                 reply,
             } => {
-                match &message {
+                match &mut message {
                     Message::Fetch(request) => {
+                        // Correlation ids restart with every connection: the driver names
+                        // each fetch it takes itself, so an answer finds its own slot.
+                        self.next_inbound_id += 1;
+                        request.request_id = self.next_inbound_id;
                         // A newer fetch from the same replica supersedes any it still holds.
                         let stale: Vec<(i32, u64)> = self
                             .pending_fetches
@@ -563,13 +589,11 @@ impl Driver {
                 self.step(now_ms, from, message);
             }
             Input::Response { from, message, raw } => {
-                if let (Message::FetchResponse(_), Some(raw)) = (&message, raw) {
+                if let Message::FetchResponse(response) = &message {
                     // Keep the leader's bytes of each batch, so that the append writes them.
                     self.raw.clear();
-                    for (_, bytes) in record_batch::batches(raw).map_while(Result::ok) {
-                        if let Ok(batch) = super::records::decode_batch(&bytes) {
-                            self.raw.insert(batch.base_offset, (batch, bytes));
-                        }
+                    for (batch, bytes) in response.batches.iter().zip(raw) {
+                        self.raw.insert(batch.base_offset, (batch.clone(), bytes));
                     }
                 }
                 self.step(now_ms, from, message);
@@ -670,10 +694,11 @@ impl Driver {
             }
         }
         // Answers that the step did not produce will not come: their connections close.
-        self.pending_other.retain(|_, queue| {
-            queue.clear();
-            false
-        });
+        self.pending_other.clear();
+        if !self.raft.is_leader() {
+            // Only a leader holds fetches (the core answered those of an ended leadership).
+            self.pending_fetches.clear();
+        }
         self.status.set(Status {
             epoch: self.raft.epoch(),
             leader_id: self.raft.leader_id(),
@@ -872,8 +897,18 @@ async fn exchange(conn: &mut PeerConnection, request: &wire::WireRequest) -> Res
     reader.bytes(reader.remaining()).map_err(|e| e.to_string())
 }
 
+/// What the controller listener's connections need to know.
+#[derive(Clone)]
+struct ServeConfig {
+    cluster_id: Option<String>,
+    /// How long a request's bytes, or an answer's write, may take.
+    request_timeout: Duration,
+    /// How long a request may wait for the replica's answer (a held fetch included).
+    reply_timeout: Duration,
+}
+
 /// Accepts connections on the controller listener.
-async fn serve(listener: TcpListener, inputs: mpsc::Sender<Input>) {
+async fn serve(listener: TcpListener, inputs: mpsc::Sender<Input>, config: ServeConfig) {
     let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let (stream, peer) = match listener.accept().await {
@@ -892,8 +927,9 @@ async fn serve(listener: TcpListener, inputs: mpsc::Sender<Input>) {
         open.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         let open = open.clone();
         let inputs = inputs.clone();
+        let config = config.clone();
         task::spawn(async move {
-            if let Err(e) = serve_connection(stream, inputs).await {
+            if let Err(e) = serve_connection(stream, inputs, config).await {
                 tracing::debug!(%peer, error = %e, "raft: connection closed");
             }
             open.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
@@ -914,19 +950,23 @@ const SERVED: [(i16, i16, i16); 6] = [
 async fn serve_connection(
     mut stream: TcpStream,
     inputs: mpsc::Sender<Input>,
+    config: ServeConfig,
 ) -> Result<(), String> {
+    let idle = Duration::from_millis(CONNECTION_IDLE_MS_MAX);
     loop {
         let mut prefix = [0u8; SIZE_PREFIX_BYTES];
-        match stream.read_exact(&mut prefix).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-            Err(e) => return Err(format!("read: {e}")),
+        match time::timeout(idle, stream.read_exact(&mut prefix)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Ok(Err(e)) => return Err(format!("read: {e}")),
+            Err(_) => return Err(format!("idle for {CONNECTION_IDLE_MS_MAX} ms")),
         }
-        let size = frame::request_size(prefix, FRAME_BYTES_MAX).map_err(|e| e.to_string())?;
+        let size =
+            frame::request_size(prefix, INBOUND_REQUEST_BYTES_MAX).map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; size];
-        stream
-            .read_exact(&mut buf)
+        time::timeout(config.request_timeout, stream.read_exact(&mut buf))
             .await
+            .map_err(|e| format!("a {size}-byte request: {e}"))?
             .map_err(|e| format!("read a {size}-byte request: {e}"))?;
         let request = frame::parse_request(Bytes::from(buf)).map_err(|e| e.to_string())?;
         let api_key = request.api_key();
@@ -973,24 +1013,41 @@ async fn serve_connection(
                 .map_err(|_| "the replica stopped".to_string())?;
             (version, describe_quorum_body(described, version)?)
         } else {
-            let (from, message) =
-                wire::decode_request(api_key, version, request.body.clone(), correlation_id)
-                    .map_err(|e: WireError| e.to_string())?;
-            let (reply, answer) = oneshot::channel();
-            inputs
-                .send(Input::Request {
-                    from,
-                    message,
-                    reply,
-                })
-                .await
-                .map_err(|_| "the replica stopped".to_string())?;
-            let reply = answer
-                .await
-                .map_err(|_| "no answer (the request was superseded or dropped)".to_string())?;
-            let body = wire::encode_response(&reply.message, version, reply.records)
-                .map_err(|e| e.to_string())?;
-            (version, body)
+            match wire::decode_request(
+                api_key,
+                version,
+                request.body.clone(),
+                correlation_id,
+                config.cluster_id.as_deref(),
+            ) {
+                Ok((from, message)) => {
+                    let (reply, answer) = oneshot::channel();
+                    inputs
+                        .send(Input::Request {
+                            from,
+                            message,
+                            reply,
+                        })
+                        .await
+                        .map_err(|_| "the replica stopped".to_string())?;
+                    let reply = time::timeout(config.reply_timeout, answer)
+                        .await
+                        .map_err(|e| format!("no answer: {e}"))?
+                        .map_err(|_| {
+                            "no answer (the request was superseded or dropped)".to_string()
+                        })?;
+                    let body = wire::encode_response(&reply.message, version, reply.records)
+                        .map_err(|e| e.to_string())?;
+                    (version, body)
+                }
+                Err(e) if e.answerable() => {
+                    tracing::warn!(error = %e, "raft: refused a request");
+                    let body = wire::error_response(api_key, version, e.error_code())
+                        .map_err(|e| e.to_string())?;
+                    (version, body)
+                }
+                Err(e) => return Err(e.to_string()),
+            }
         };
         let (version, body) = body;
         let header_version = response_header_version(api_key, version).unwrap_or(0);
@@ -1003,11 +1060,14 @@ async fn serve_connection(
         out.extend_from_slice(&body);
         let size = i32::try_from(out.len() - SIZE_PREFIX_BYTES).map_err(|_| "a huge answer")?;
         out[..SIZE_PREFIX_BYTES].copy_from_slice(&size.to_be_bytes());
-        stream
-            .write_all(&out)
+        let write = async {
+            stream.write_all(&out).await?;
+            stream.flush().await
+        };
+        time::timeout(config.request_timeout, write)
             .await
+            .map_err(|e| format!("writing an answer: {e}"))?
             .map_err(|e| format!("write: {e}"))?;
-        stream.flush().await.map_err(|e| format!("flush: {e}"))?;
     }
 }
 

@@ -107,8 +107,8 @@ pub enum QuorumError {
 /// Kafka's FetchRequest for the metadata partition, from a follower or an observer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FetchRequest {
-    /// Names the request so that its answer is told from a stale one (the driver uses it as
-    /// the wire's correlation id).
+    /// Names the request so that its answer is told from a stale one (each side's driver
+    /// numbers the fetches it sends and takes; the wire's correlation id is per connection).
     pub request_id: u64,
     pub replica: ReplicaKey,
     /// The epoch the fetcher is in (the request's CurrentLeaderEpoch).

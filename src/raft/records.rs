@@ -18,7 +18,7 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::message;
-use crate::protocol::record_batch::{self, BatchBuilder, BatchError, BatchHeader};
+use crate::protocol::record_batch::{self, BatchBuilder, BatchError, BatchHeader, Compression};
 use crate::protocol::types::NodeId;
 use crate::protocol::wire::{kt, DecodeError, Uuid};
 
@@ -167,6 +167,10 @@ pub enum RecordsError {
     Empty {
         base_offset: i64,
     },
+    /// A compressed batch (see [`decode_batch`]).
+    Compressed {
+        base_offset: i64,
+    },
 }
 
 impl std::fmt::Display for RecordsError {
@@ -198,6 +202,10 @@ impl std::fmt::Display for RecordsError {
             RecordsError::Empty { base_offset } => {
                 write!(f, "the batch at {base_offset} holds no records")
             }
+            RecordsError::Compressed { base_offset } => write!(
+                f,
+                "the batch at {base_offset} is compressed; the metadata log is not"
+            ),
         }
     }
 }
@@ -352,8 +360,16 @@ fn decode_control(offset: i64, key: Bytes, value: Bytes) -> Result<RaftRecord, R
 }
 
 /// One record batch (whole, its CRC already checked by whoever read it) as a [`Batch`].
+/// Compressed batches are refused: the metadata log is written uncompressed (as Kafka's
+/// KRaft writes it), and a peer's compressed batch could expand far past what a fetch
+/// answer may carry.
 pub fn decode_batch(bytes: &Bytes) -> Result<Batch, RecordsError> {
     let header = BatchHeader::parse(bytes).map_err(RecordsError::Batch)?;
+    if header.compression().map_err(RecordsError::Batch)? != Compression::None {
+        return Err(RecordsError::Compressed {
+            base_offset: header.base_offset,
+        });
+    }
     let mut records = Vec::new();
     let mut expected = header.base_offset;
     for record in record_batch::records(bytes).map_err(RecordsError::Batch)? {
@@ -408,6 +424,14 @@ pub fn decode_batch(bytes: &Bytes) -> Result<Batch, RecordsError> {
 /// with its CRC checked. A partial batch at the end (a fetch answer cut at its byte limit) is
 /// dropped, as Kafka's readers drop it.
 pub fn decode_batches(bytes: Bytes) -> Result<Vec<Batch>, RecordsError> {
+    Ok(decode_batches_with_bytes(bytes)?
+        .into_iter()
+        .map(|(batch, _)| batch)
+        .collect())
+}
+
+/// [`decode_batches`], each batch with its own bytes (a follower appends the leader's).
+pub fn decode_batches_with_bytes(bytes: Bytes) -> Result<Vec<(Batch, Bytes)>, RecordsError> {
     let mut out = Vec::new();
     for item in record_batch::batches(bytes) {
         let (_, batch) = match item {
@@ -416,7 +440,7 @@ pub fn decode_batches(bytes: Bytes) -> Result<Vec<Batch>, RecordsError> {
             Err(e) => return Err(RecordsError::Batch(e)),
         };
         record_batch::verify(&batch).map_err(RecordsError::Batch)?;
-        out.push(decode_batch(&batch)?);
+        out.push((decode_batch(&batch)?, batch));
     }
     Ok(out)
 }
@@ -487,6 +511,17 @@ mod tests {
             decode_batches(corrupt.freeze()),
             Err(RecordsError::Batch(_))
         ));
+    }
+
+    #[test]
+    fn a_compressed_batch_is_refused() {
+        let mut builder = BatchBuilder::new(0).compression(Compression::Lz4);
+        builder.push(0, None, Some(&[0u8; 4096]), &[]);
+        let bytes = builder.build().freeze();
+        assert_eq!(
+            decode_batches(bytes),
+            Err(RecordsError::Compressed { base_offset: 0 })
+        );
     }
 
     #[test]

@@ -183,6 +183,10 @@ impl ControllerSettings {
                     .filter_map(parse_endpoint)
                     .find(|e| e.name == listener_name);
                 match found {
+                    // An empty host (`CONTROLLER://:9093`) binds every interface, as in Kafka.
+                    Some(endpoint) if endpoint.host.is_empty() => {
+                        format!("0.0.0.0:{}", endpoint.port)
+                    }
                     Some(endpoint) => format!("{}:{}", endpoint.host, endpoint.port),
                     None => {
                         return Err(v.invalid(
@@ -317,6 +321,11 @@ mod tests {
             let error = load(&format!("{base}{line}\n")).expect_err(line);
             assert!(error.to_string().contains(named), "{line}: {error}");
         }
+        let any = load(&format!("{base}listeners=CONTROLLER://:9093\n")).expect("loads");
+        assert_eq!(
+            any.listen, "0.0.0.0:9093",
+            "an empty host binds every interface"
+        );
         let missing = load("node.id=1\nlog.dirs=/tmp/x\n").expect_err("no voters");
         assert!(
             missing.to_string().contains("controller.quorum.voters"),

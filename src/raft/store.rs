@@ -179,8 +179,12 @@ impl RaftStore {
 
     /// Syncs everything written so far; returns the synced end.
     pub async fn sync(&self) -> Result<i64, StoreError> {
-        self.log.flush_to(self.log.log_end_offset()).await?;
-        Ok(self.log.durable_end_offset())
+        match self.log.flush_to(self.log.log_end_offset()).await {
+            // A truncation between reading the end and taking the sync lock: what is left
+            // was synced all the same, and the core's generation check sorts out the rest.
+            Ok(()) | Err(LogError::Truncated { .. }) => Ok(self.log.durable_end_offset()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Whole batches from `offset` on, about `max_bytes` of them (at least one), as stored.

@@ -54,6 +54,12 @@ pub enum WireError {
         api: &'static str,
         reason: String,
     },
+    /// The request names another cluster.
+    InconsistentClusterId {
+        api: &'static str,
+        theirs: String,
+        ours: String,
+    },
 }
 
 impl std::fmt::Display for WireError {
@@ -68,6 +74,10 @@ impl std::fmt::Display for WireError {
                  {METADATA_PARTITION}"
             ),
             WireError::Invalid { api, reason } => write!(f, "a {api} message: {reason}"),
+            WireError::InconsistentClusterId { api, theirs, ours } => write!(
+                f,
+                "a {api} request of cluster {theirs}; this quorum is cluster {ours}"
+            ),
         }
     }
 }
@@ -91,8 +101,15 @@ impl WireError {
     pub fn error_code(&self) -> ErrorCode {
         match self {
             WireError::NotMetadataPartition { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+            WireError::InconsistentClusterId { .. } => ErrorCode::INCONSISTENT_CLUSTER_ID,
             _ => ErrorCode::INVALID_REQUEST,
         }
+    }
+
+    /// Whether the request's bytes decoded, so that its sender can be answered with
+    /// [`error_code`](WireError::error_code) (an undecodable request closes the connection).
+    pub fn answerable(&self) -> bool {
+        !matches!(self, WireError::Decode(_))
     }
 }
 
@@ -135,6 +152,18 @@ fn node_id(api: &'static str, field: &str, id: NodeId) -> Result<i32, WireError>
         });
     }
     Ok(id.0)
+}
+
+/// An epoch a request may carry: not negative, and not the largest, so that the next epoch
+/// exists.
+fn epoch(api: &'static str, field: &str, epoch: i32) -> Result<i32, WireError> {
+    if !(0..i32::MAX).contains(&epoch) {
+        return Err(WireError::Invalid {
+            api,
+            reason: format!("{field} {epoch} is not an epoch"),
+        });
+    }
+    Ok(epoch)
 }
 
 fn directory(id: Uuid) -> Option<[u8; 16]> {
@@ -297,17 +326,37 @@ pub fn decode_request(
     version: i16,
     body: Bytes,
     correlation_id: i32,
+    cluster_id: Option<&str>,
 ) -> Result<(i32, Message), WireError> {
+    let check_cluster = |api: &'static str, theirs: &Option<String>| match (theirs, cluster_id) {
+        (Some(theirs), Some(ours)) if theirs != ours => Err(WireError::InconsistentClusterId {
+            api,
+            theirs: theirs.clone(),
+            ours: ours.to_string(),
+        }),
+        _ => Ok(()),
+    };
     match api_key {
         52 => {
             let api = "Vote";
             let request = vote::VoteRequest::decode_exact(body, version)?;
+            check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
             if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
                 return Err(WireError::NotMetadataPartition { api });
             }
             let from = node_id(api, "ReplicaId", p.replica_id)?;
+            epoch(api, "ReplicaEpoch", p.replica_epoch.0)?;
+            if p.last_offset.0 < 0 || p.last_offset_epoch.0 < -1 {
+                return Err(WireError::Invalid {
+                    api,
+                    reason: format!(
+                        "LastOffset {} and LastOffsetEpoch {} describe no log",
+                        p.last_offset.0, p.last_offset_epoch.0
+                    ),
+                });
+            }
             Ok((
                 from,
                 Message::Vote(VoteRequest {
@@ -327,12 +376,14 @@ pub fn decode_request(
         53 => {
             let api = "BeginQuorumEpoch";
             let request = bqe::BeginQuorumEpochRequest::decode_exact(body, version)?;
+            check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
             if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
                 return Err(WireError::NotMetadataPartition { api });
             }
             let from = node_id(api, "LeaderId", p.leader_id)?;
+            epoch(api, "LeaderEpoch", p.leader_epoch.0)?;
             Ok((
                 from,
                 Message::BeginQuorumEpoch {
@@ -344,12 +395,14 @@ pub fn decode_request(
         54 => {
             let api = "EndQuorumEpoch";
             let request = eqe::EndQuorumEpochRequest::decode_exact(body, version)?;
+            check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
             if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
                 return Err(WireError::NotMetadataPartition { api });
             }
             let from = node_id(api, "LeaderId", p.leader_id)?;
+            epoch(api, "LeaderEpoch", p.leader_epoch.0)?;
             let preferred_successors = if version >= 1 {
                 p.preferred_candidates
                     .iter()
@@ -378,6 +431,7 @@ pub fn decode_request(
                 });
             }
             let request = fetch::FetchRequest::decode_exact(body, version)?;
+            check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
             let named = if version >= 13 {
@@ -394,6 +448,7 @@ pub fn decode_request(
                 request.replica_id
             };
             let from = node_id(api, "ReplicaId", replica_id)?;
+            epoch(api, "CurrentLeaderEpoch", p.current_leader_epoch.0)?;
             let request_id = u64::from(u32::from_be_bytes(correlation_id.to_be_bytes()));
             Ok((
                 from,
@@ -539,6 +594,44 @@ pub fn encode_response(
     }
 }
 
+/// The answer to a request of `api_key` v`version` that failed with `code` as a whole.
+pub fn error_response(api_key: i16, version: i16, code: ErrorCode) -> Result<Bytes, WireError> {
+    match api_key {
+        52 => encode_body(
+            version,
+            &vote::VoteResponse {
+                error_code: code.0,
+                ..Default::default()
+            },
+        ),
+        53 => encode_body(
+            version,
+            &bqe::BeginQuorumEpochResponse {
+                error_code: code.0,
+                ..Default::default()
+            },
+        ),
+        54 => encode_body(
+            version,
+            &eqe::EndQuorumEpochResponse {
+                error_code: code.0,
+                ..Default::default()
+            },
+        ),
+        1 => encode_body(
+            version,
+            &fetch::FetchResponse {
+                error_code: code.0,
+                ..Default::default()
+            },
+        ),
+        other => Err(WireError::Invalid {
+            api: "raft",
+            reason: format!("API key {other} is not one of the quorum's"),
+        }),
+    }
+}
+
 /// The error, epoch and leader of a BeginQuorumEpoch or EndQuorumEpoch answer (the two
 /// have the same shape in different generated types).
 macro_rules! epoch_answer {
@@ -562,13 +655,13 @@ macro_rules! epoch_answer {
 }
 
 /// The answer to `request` (as sent) from its body. A fetch answer's records come back
-/// decoded into `batches`, and whole as the second value so that a follower appends the
-/// leader's bytes.
+/// decoded into `batches`, and each batch's own bytes as the second value (in the same
+/// order) so that a follower appends the leader's bytes.
 pub fn decode_response(
     request: &Message,
     version: i16,
     body: Bytes,
-) -> Result<(Message, Option<Bytes>), WireError> {
+) -> Result<(Message, Vec<Bytes>), WireError> {
     let bad_code = |api: &'static str, code: ErrorCode| WireError::Invalid {
         api,
         reason: format!("error code {} ({code:?})", code.0),
@@ -591,7 +684,7 @@ pub fn decode_response(
                     granted: p.vote_granted,
                     pre_vote: sent.pre_vote,
                 },
-                None,
+                Vec::new(),
             ))
         }
         Message::BeginQuorumEpoch { .. } => {
@@ -605,7 +698,7 @@ pub fn decode_response(
                     epoch,
                     leader_id,
                 },
-                None,
+                Vec::new(),
             ))
         }
         Message::EndQuorumEpoch { .. } => {
@@ -619,7 +712,7 @@ pub fn decode_response(
                     epoch,
                     leader_id,
                 },
-                None,
+                Vec::new(),
             ))
         }
         Message::Fetch(sent) => {
@@ -632,10 +725,13 @@ pub fn decode_response(
             let p = only(api, &topic.partitions)?;
             let error = quorum_error(p.error_code).map_err(|c| bad_code(api, c))?;
             let raw = p.records.clone().unwrap_or_default();
-            let batches = if error.is_none() {
-                records::decode_batches(raw.clone()).map_err(WireError::Records)?
+            let (batches, raws): (Vec<_>, Vec<_>) = if error.is_none() {
+                records::decode_batches_with_bytes(raw)
+                    .map_err(WireError::Records)?
+                    .into_iter()
+                    .unzip()
             } else {
-                Vec::new()
+                (Vec::new(), Vec::new())
             };
             let diverging = (p.diverging_epoch.epoch.0 >= 0 || p.diverging_epoch.end_offset.0 >= 0)
                 .then_some(EpochEnd {
@@ -654,7 +750,7 @@ pub fn decode_response(
                     read: None,
                     batches,
                 }),
-                (!raw.is_empty()).then_some(raw),
+                raws,
             ))
         }
         other => Err(WireError::Invalid {
@@ -673,7 +769,8 @@ mod tests {
         let from = ReplicaKey::node(3);
         let wire = encode_request(Some("cluster"), from, 1, &message, 500).expect("encodes");
         let (sender, decoded) =
-            decode_request(wire.api_key, wire.version, wire.body, 77).expect("decodes");
+            decode_request(wire.api_key, wire.version, wire.body, 77, Some("cluster"))
+                .expect("decodes");
         assert_eq!(sender, 3);
         decoded
     }
@@ -753,7 +850,7 @@ mod tests {
         });
         let body = encode_response(&answer, FETCH_VERSION, Some(raw.clone())).expect("encodes");
         let (decoded, bytes) = decode_response(&request, FETCH_VERSION, body).expect("decodes");
-        assert_eq!(bytes, Some(raw));
+        assert_eq!(bytes, vec![raw]);
         let Message::FetchResponse(decoded) = decoded else {
             panic!("a fetch answer");
         };
@@ -772,8 +869,43 @@ mod tests {
         });
         let mut body = bytes::BytesMut::new();
         request.encode(&mut body, 2).expect("encodes");
-        let error = decode_request(52, 2, body.freeze(), 1).expect_err("refused");
+        let error = decode_request(52, 2, body.freeze(), 1, None).expect_err("refused");
         assert_eq!(error.error_code(), ErrorCode::UNKNOWN_TOPIC_OR_PARTITION);
         assert!(error.to_string().contains(METADATA_TOPIC), "{error}");
+        assert!(error.answerable());
+    }
+
+    #[test]
+    fn another_clusters_request_and_impossible_epochs_are_refused() {
+        let vote = |epoch: i32| {
+            Message::Vote(VoteRequest {
+                candidate: ReplicaKey::node(3),
+                candidate_epoch: epoch,
+                candidate_log: LogPosition {
+                    last_epoch: 1,
+                    end_offset: 4,
+                },
+                pre_vote: false,
+            })
+        };
+        let wire =
+            encode_request(Some("other"), ReplicaKey::node(3), 1, &vote(2), 500).expect("encodes");
+        let error = decode_request(52, wire.version, wire.body, 1, Some("ours"))
+            .expect_err("another cluster");
+        assert_eq!(error.error_code(), ErrorCode::INCONSISTENT_CLUSTER_ID);
+        let wire =
+            encode_request(None, ReplicaKey::node(3), 1, &vote(i32::MAX), 500).expect("encodes");
+        let error =
+            decode_request(52, wire.version, wire.body, 1, None).expect_err("no next epoch");
+        assert_eq!(error.error_code(), ErrorCode::INVALID_REQUEST);
+        let body = error_response(52, VOTE_VERSION, error.error_code()).expect("encodes");
+        let answer = vote::VoteResponse::decode_exact(body, VOTE_VERSION).expect("decodes");
+        assert_eq!(answer.error_code, ErrorCode::INVALID_REQUEST.0);
+        let garbage = decode_request(52, 2, Bytes::from_static(&[0xff; 3]), 1, None)
+            .expect_err("undecodable");
+        assert!(
+            !garbage.answerable(),
+            "an undecodable request closes the connection"
+        );
     }
 }

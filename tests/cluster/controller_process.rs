@@ -1,7 +1,8 @@
 //! Three `samsa controller` processes form a metadata quorum on loopback: DescribeQuorum on
-//! the controller listener names a leader whose first record every voter holds; the leader
-//! killed with SIGKILL, the two others elect a new one in a later epoch; SIGTERM stops each
-//! cleanly. A bad setting is refused by name with exit status 2.
+//! the controller listener names a leader whose first record a majority holds; the leader
+//! stopped with SIGTERM resigns and a successor leads; it comes back from its directory; the
+//! new leader killed with SIGKILL, the two others elect another in a later epoch; SIGTERM
+//! stops each cleanly. A bad setting is refused by name with exit status 2.
 #![cfg(not(feature = "sim"))]
 
 use std::path::Path;
@@ -46,6 +47,8 @@ fn spawn(dir: &Path, id: i32, voters: &str, port: u16) -> Child {
             "controller.quorum.election.timeout.ms=300",
             "--override",
             "controller.quorum.fetch.timeout.ms=600",
+            "--override",
+            "controller.quorum.election.backoff.max.ms=200",
         ])
         .stdout(Stdio::null())
         .stderr(stderr)
@@ -114,29 +117,60 @@ async fn three_controller_processes_elect_and_fail_over() {
         .iter()
         .map(|(id, port)| (*id, spawn(dir.path(), *id, &voters, *port)))
         .collect();
+    let log_of = |id: i32| {
+        std::fs::read_to_string(dir.path().join(format!("controller-{id}.log"))).unwrap_or_default()
+    };
     let (first, epoch) = leader(&ports, 0).await;
 
+    // A leader stopped gracefully resigns, and a successor leads.
     let at = children
         .iter()
         .position(|(id, _)| *id == first)
         .expect("the leader's process");
+    let (_, mut stopped) = children.remove(at);
+    sigterm(&stopped);
+    let status = stopped.wait().expect("exits");
+    assert!(
+        status.success(),
+        "the leader exited {status}:\n{}",
+        log_of(first)
+    );
+    assert!(
+        log_of(first).contains("resigned; a successor leads"),
+        "{}",
+        log_of(first)
+    );
+    let others: Vec<(i32, u16)> = ports
+        .iter()
+        .copied()
+        .filter(|(id, _)| *id != first)
+        .collect();
+    let (second, later) = leader(&others, epoch).await;
+    assert_ne!(second, first);
+
+    // It comes back from its directory; then the new leader is killed.
+    let port = ports.iter().find(|(id, _)| *id == first).expect("a port").1;
+    children.push((first, spawn(dir.path(), first, &voters, port)));
+    let at = children
+        .iter()
+        .position(|(id, _)| *id == second)
+        .expect("its process");
     let (_, mut killed) = children.remove(at);
     killed.kill().expect("SIGKILL");
     let _ = killed.wait();
     let survivors: Vec<(i32, u16)> = ports
         .iter()
         .copied()
-        .filter(|(id, _)| *id != first)
+        .filter(|(id, _)| *id != second)
         .collect();
-    let (second, later) = leader(&survivors, epoch).await;
-    assert_ne!(second, first);
-    assert!(later > epoch);
+    let (third, last) = leader(&survivors, later).await;
+    assert_ne!(third, second);
+    assert!(last > later);
 
     for (id, child) in &mut children {
         sigterm(child);
         let status = child.wait().expect("exits");
-        let log = std::fs::read_to_string(dir.path().join(format!("controller-{id}.log")))
-            .unwrap_or_default();
+        let log = log_of(*id);
         assert!(status.success(), "controller {id} exited {status}:\n{log}");
         assert!(log.contains("shut down cleanly"), "controller {id}:\n{log}");
     }

@@ -15,6 +15,8 @@ use samsa::protocol::describe_quorum::{
     DescribeQuorumRequest, DescribeQuorumRequestPartition, DescribeQuorumRequestTopic,
     DescribeQuorumResponse,
 };
+use samsa::protocol::types::{LeaderEpoch, NodeId};
+use samsa::protocol::vote::{VoteRequest, VoteRequestPartition, VoteRequestTopic, VoteResponse};
 use samsa::raft::core::RaftConfig;
 use samsa::raft::driver::{self, NodeConfig, RaftNode};
 use samsa::raft::message::RaftRecord;
@@ -274,5 +276,32 @@ async fn describe_quorum_answers_on_the_controller_listener() {
     assert_eq!(
         response.topics[0].partitions[0].error_code, 6,
         "NOT_LEADER_OR_FOLLOWER"
+    );
+
+    // A quorum request for another partition is answered with an error, not obeyed.
+    let vote = VoteRequest {
+        cluster_id: Some("test-cluster".into()),
+        voter_id: NodeId(follower),
+        topics: vec![VoteRequestTopic {
+            topic_name: "orders".into(),
+            partitions: vec![VoteRequestPartition {
+                replica_epoch: LeaderEpoch(1_000),
+                replica_id: NodeId(leader),
+                ..VoteRequestPartition::default()
+            }],
+        }],
+    };
+    let answer: VoteResponse = conn.send(52, 2, &vote).await.expect("answers");
+    assert_eq!(answer.error_code, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+    // Another cluster's vote is refused too.
+    let mut other = vote.clone();
+    other.cluster_id = Some("another-cluster".into());
+    other.topics[0].topic_name = "__cluster_metadata".into();
+    let answer: VoteResponse = conn.send(52, 2, &other).await.expect("answers");
+    assert_eq!(answer.error_code, 104, "INCONSISTENT_CLUSTER_ID");
+    let epoch = quorum.nodes[&follower].handle.status().epoch;
+    assert!(
+        epoch < 1_000,
+        "neither request moved the follower's epoch: {epoch}"
     );
 }
