@@ -54,6 +54,7 @@ mod real {
                 raft: RaftConfig::DEFAULT,
                 cluster_id: Some("bench".into()),
                 bugs: Default::default(),
+                snapshots: Default::default(),
             };
             let disk = Disk::real(&dir).expect("bench directory");
             let node = driver::start(config, disk, Clock::new(), listener)

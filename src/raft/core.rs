@@ -37,8 +37,8 @@ use super::election::{
 };
 use super::log_view::LogView;
 use super::message::{
-    Batch, Envelope, FetchRequest, FetchResponse, LogRead, Message, QuorumError, RaftRecord,
-    BATCH_OVERHEAD_BYTES,
+    Batch, Envelope, FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse,
+    LogRead, Message, QuorumError, RaftRecord, SnapshotId, SnapshotRead, BATCH_OVERHEAD_BYTES,
 };
 
 /// Observers a leader keeps fetch state for; one beyond that is served but not tracked.
@@ -52,6 +52,9 @@ pub const PROPOSE_RECORDS_MAX: usize = 4096;
 pub const FETCH_MAX_BYTES_MAX: usize = 8 << 20;
 /// The KRaft version (KIP-853) this core writes.
 pub const KRAFT_VERSION: i16 = 1;
+/// The largest snapshot a follower fetches (a leader's answer naming a larger size is
+/// refused): Kafka's metadata image stays far below it.
+pub const SNAPSHOT_BYTES_MAX: i64 = 1 << 34;
 
 /// Kafka's quorum settings (`controller.quorum.*`), in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,6 +162,16 @@ pub enum LogOp {
     Append(Batch),
     /// Cut the log to end at this offset.
     Truncate(i64),
+    /// Write a chunk of a snapshot fetched from the leader at `position` of its partial
+    /// file (position 0 starts the file afresh).
+    SnapshotChunk {
+        id: SnapshotId,
+        position: i64,
+        bytes: Bytes,
+    },
+    /// The fetched snapshot is whole: make it durable under its name, then empty the log and
+    /// restart it at the snapshot's end (Kafka's `truncateFullyAndStartAt`).
+    InstallSnapshot(SnapshotId),
 }
 
 /// What the replica did, for the simulation's history and the operator's log.
@@ -171,6 +184,9 @@ pub enum RaftEvent {
     /// The replica truncated its log to `to` while its high watermark was
     /// `high_watermark`.
     Truncated { to: i64, high_watermark: i64 },
+    /// The replica installed a snapshot fetched from the leader; the state machine loads
+    /// it and goes on from its end.
+    SnapshotLoaded { id: SnapshotId },
 }
 
 /// What the driver must do, in field order.
@@ -231,6 +247,42 @@ impl std::fmt::Display for ProposeError {
 }
 
 impl std::error::Error for ProposeError {}
+
+/// Why the state machine's snapshot was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// A snapshot may hold only committed records, and not those below the log start.
+    OutOfRange {
+        end_offset: i64,
+        log_start_offset: i64,
+        high_watermark: i64,
+    },
+    /// The replica already holds a snapshot ending there or later.
+    NotNewer { end_offset: i64, latest: SnapshotId },
+}
+
+impl std::fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotError::OutOfRange {
+                end_offset,
+                log_start_offset,
+                high_watermark,
+            } => write!(
+                f,
+                "a snapshot ending at {end_offset}: it must lie between the log start \
+                 {log_start_offset} and the high watermark {high_watermark}"
+            ),
+            SnapshotError::NotNewer { end_offset, latest } => write!(
+                f,
+                "a snapshot ending at {end_offset}: the latest one already ends at {}",
+                latest.end_offset
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
 
 /// One replica as the leader sees it, for DescribeQuorum (times on the core's clock).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,6 +349,26 @@ struct FetchState {
     /// When the leader was last heard from directly (a fetch answer, BeginQuorumEpoch):
     /// only that refuses a pre-vote, not a peer's word that it leads.
     last_heard_ms: Option<u64>,
+    /// A snapshot being fetched from the leader instead of the log (this replica's log
+    /// ended below the leader's start).
+    snapshot: Option<SnapshotFetch>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SnapshotFetch {
+    id: SnapshotId,
+    /// Bytes received so far, and the size the leader gave.
+    position: i64,
+    size: Option<i64>,
+}
+
+/// How a fetch's offset and epoch stand against the leader's log (Kafka's
+/// `ValidOffsetAndEpoch`).
+enum FetchValidity {
+    Valid,
+    Diverging(EpochEnd),
+    /// Below the log start: fetch the latest snapshot.
+    Snapshot(SnapshotId),
 }
 
 #[derive(Clone, Debug)]
@@ -342,8 +414,8 @@ impl Raft {
             local,
             voters,
             election,
+            high_watermark: log.start_offset(),
             log,
-            high_watermark: 0,
             leader: None,
             fetch: FetchState::default(),
             election_deadline_ms: now_ms,
@@ -917,6 +989,10 @@ impl Raft {
             }
             Message::Fetch(request) => self.on_fetch(now_ms, from, request),
             Message::FetchResponse(response) => self.on_fetch_response(now_ms, from, response),
+            Message::FetchSnapshot(request) => self.on_fetch_snapshot(now_ms, from, request),
+            Message::FetchSnapshotResponse(response) => {
+                self.on_fetch_snapshot_response(now_ms, from, response)
+            }
         }
         self.answer_stepped_down();
         self.maybe_fetch(now_ms);
@@ -952,6 +1028,8 @@ impl Raft {
                     self.fetch.in_flight = None;
                     self.fetch.leader_resigned = false;
                     self.fetch.last_heard_ms = None;
+                    // Its snapshot may not be the new leader's: ask the new one.
+                    self.fetch.snapshot = None;
                     self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
                 }
                 self.note_epoch(before);
@@ -1137,28 +1215,54 @@ impl Raft {
             diverging: None,
             read: None,
             batches: Vec::new(),
+            snapshot_id: None,
         });
         self.send(to, answer);
     }
 
     /// Kafka's `validateOffsetAndEpoch`: whether the fetcher's log matches this one up to
-    /// its fetch offset, or else where it must truncate to.
-    fn diverging(&self, request: &FetchRequest) -> Option<EpochEnd> {
+    /// its fetch offset, or else where it must truncate to, or whether it must fetch the
+    /// latest snapshot because what it lacks is below the log start.
+    fn validate_fetch(&self, request: &FetchRequest) -> FetchValidity {
+        let start = self.log.start_offset();
+        let snapshot = || match self.log.snapshot() {
+            Some(id) => FetchValidity::Snapshot(id),
+            // A log that starts at 0 has everything: start the fetcher over from there.
+            None => FetchValidity::Diverging(EpochEnd {
+                epoch: 0,
+                end_offset: 0,
+            }),
+        };
+        if request.fetch_offset < start {
+            return snapshot();
+        }
+        if request.fetch_offset == start
+            && self.log.epoch_before(start) == Some(request.last_fetched_epoch)
+        {
+            return FetchValidity::Valid;
+        }
         if request.fetch_offset == 0 && request.last_fetched_epoch == 0 {
-            return None;
+            return FetchValidity::Valid;
         }
         let end = self.log.end_offset_for_epoch(request.last_fetched_epoch);
         if end.epoch == UNDEFINED_EPOCH {
-            // An epoch this log cannot place at all: start over from the log start.
-            return Some(EpochEnd {
+            // An epoch this log cannot place at all: start over from the log start, or from
+            // the snapshot that stands for what lies below it.
+            if start > 0 {
+                return snapshot();
+            }
+            return FetchValidity::Diverging(EpochEnd {
                 epoch: 0,
-                end_offset: self.log.start_offset(),
+                end_offset: 0,
             });
         }
         if end.epoch != request.last_fetched_epoch || end.end_offset < request.fetch_offset {
-            return Some(end);
+            if end.end_offset < start {
+                return snapshot();
+            }
+            return FetchValidity::Diverging(end);
         }
-        None
+        FetchValidity::Valid
     }
 
     fn on_fetch(&mut self, now_ms: u64, from: i32, request: FetchRequest) {
@@ -1208,10 +1312,18 @@ impl Raft {
             );
             return;
         }
-        if let Some(diverging) = self.diverging(&request) {
-            self.touch_replica(from, now_ms, None);
-            self.answer_fetch(request, Some(diverging));
-            return;
+        match self.validate_fetch(&request) {
+            FetchValidity::Valid => {}
+            FetchValidity::Diverging(diverging) => {
+                self.touch_replica(from, now_ms, None);
+                self.answer_fetch(request, Some(diverging));
+                return;
+            }
+            FetchValidity::Snapshot(id) => {
+                self.touch_replica(from, now_ms, None);
+                self.answer_fetch_with_snapshot(request, id);
+                return;
+            }
         }
         self.touch_replica(from, now_ms, Some(request.fetch_offset));
         self.maybe_advance_high_watermark();
@@ -1297,6 +1409,23 @@ impl Raft {
             diverging,
             read,
             batches: Vec::new(),
+            snapshot_id: None,
+        });
+        self.send(request.replica.id, answer);
+    }
+
+    fn answer_fetch_with_snapshot(&mut self, request: FetchRequest, id: SnapshotId) {
+        let answer = Message::FetchResponse(FetchResponse {
+            request_id: request.request_id,
+            error: None,
+            epoch: self.epoch(),
+            leader_id: Some(self.local.id),
+            high_watermark: self.high_watermark,
+            log_start_offset: self.log.start_offset(),
+            diverging: None,
+            read: None,
+            batches: Vec::new(),
+            snapshot_id: Some(id),
         });
         self.send(request.replica.id, answer);
     }
@@ -1380,6 +1509,18 @@ impl Raft {
         };
         self.fetch.next_request_id += 1;
         let request_id = self.fetch.next_request_id;
+        self.fetch.in_flight = Some((target, now_ms, request_id));
+        if let Some(state) = self.fetch.snapshot {
+            let request = FetchSnapshotRequest {
+                request_id,
+                replica: self.local,
+                epoch: self.epoch(),
+                snapshot_id: state.id,
+                position: state.position,
+            };
+            self.send(target, Message::FetchSnapshot(request));
+            return;
+        }
         let request = FetchRequest {
             request_id,
             replica: self.local,
@@ -1387,45 +1528,86 @@ impl Raft {
             fetch_offset: self.log.end_offset(),
             last_fetched_epoch: self.log.last_epoch(),
         };
-        self.fetch.in_flight = Some((target, now_ms, request_id));
         self.send(target, Message::Fetch(request));
     }
 
-    fn on_fetch_response(&mut self, now_ms: u64, from: i32, response: FetchResponse) {
-        if self.fetch.in_flight.map(|(to, _, id)| (to, id)) != Some((from, response.request_id)) {
+    /// What every answer to a fetch or a snapshot fetch goes through: it must answer the
+    /// outstanding request; a later epoch is entered; an error backs off (and may name the
+    /// leader); a good answer from the leader resets the fetch timeout. True when the
+    /// answer's content is to be taken.
+    fn take_fetch_answer(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        request_id: u64,
+        epoch: i32,
+        leader_id: Option<i32>,
+        error: Option<QuorumError>,
+    ) -> bool {
+        if self.fetch.in_flight.map(|(to, _, id)| (to, id)) != Some((from, request_id)) {
             // Not the answer to the outstanding fetch: a late one, or a duplicate.
-            return;
+            return false;
         }
         self.fetch.in_flight = None;
-        if response.epoch > self.epoch() {
-            let leader = response
-                .leader_id
-                .or(response.error.is_none().then_some(from));
-            self.on_higher_epoch(now_ms, response.epoch, leader);
+        if epoch > self.epoch() {
+            let leader = leader_id.or(error.is_none().then_some(from));
+            self.on_higher_epoch(now_ms, epoch, leader);
         }
-        if response.epoch < self.epoch() || self.leader.is_some() {
-            return;
+        if epoch < self.epoch() || self.leader.is_some() {
+            return false;
         }
-        if let Some(error) = response.error {
+        if let Some(error) = error {
             self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
-            if let Some(leader) = response.leader_id.filter(|l| *l != self.local.id) {
+            if let Some(leader) = leader_id.filter(|l| *l != self.local.id) {
                 let looking = self.leader_id().is_none() || self.fetch.leader_lost;
-                if looking
-                    && error == QuorumError::NotLeader
-                    && self.follow(now_ms, response.epoch, leader)
+                if looking && error == QuorumError::NotLeader && self.follow(now_ms, epoch, leader)
                 {
                     // Told where the leader is: ask it next.
                     self.fetch.leader_lost = false;
                 }
             }
-            return;
+            return false;
         }
-        if self.leader_id() != Some(from) && !self.follow(now_ms, response.epoch, from) {
-            return;
+        if self.leader_id() != Some(from) && !self.follow(now_ms, epoch, from) {
+            return false;
         }
         self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
         self.fetch.last_heard_ms = Some(now_ms);
         self.fetch.leader_lost = false;
+        true
+    }
+
+    fn on_fetch_response(&mut self, now_ms: u64, from: i32, response: FetchResponse) {
+        if !self.take_fetch_answer(
+            now_ms,
+            from,
+            response.request_id,
+            response.epoch,
+            response.leader_id,
+            response.error,
+        ) {
+            return;
+        }
+        if let Some(id) = response.snapshot_id {
+            if id.end_offset <= self.log.end_offset() || id.epoch > response.epoch {
+                // A leader sends a snapshot only to a fetcher whose log ends below its start,
+                // which its latest snapshot reaches: this one would take records away.
+                tracing::warn!(
+                    node = self.local.id,
+                    snapshot_end_offset = id.end_offset,
+                    log_end_offset = self.log.end_offset(),
+                    "raft: refused a snapshot that does not reach past this log's end"
+                );
+                self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
+                return;
+            }
+            self.fetch.snapshot = Some(SnapshotFetch {
+                id,
+                position: 0,
+                size: None,
+            });
+            return;
+        }
         if let Some(diverging) = response.diverging {
             if !self.truncate_diverging(diverging) {
                 self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
@@ -1460,6 +1642,172 @@ impl Raft {
             self.high_watermark = high_watermark;
             self.ready.high_watermark = Some(high_watermark);
         }
+    }
+
+    /// A follower fetches a chunk of the latest snapshot (Kafka's
+    /// `handleFetchSnapshotRequest`): only the leader answers, in its own epoch, and only for
+    /// its latest snapshot; the driver reads the chunk.
+    fn on_fetch_snapshot(&mut self, now_ms: u64, from: i32, request: FetchSnapshotRequest) {
+        let error = if request.replica.id != from {
+            Some(QuorumError::InconsistentVoterSet)
+        } else if request.epoch < self.epoch() {
+            Some(QuorumError::FencedLeaderEpoch)
+        } else if self.leader.is_none() {
+            Some(QuorumError::NotLeader)
+        } else if request.epoch > self.epoch() {
+            Some(QuorumError::UnknownLeaderEpoch)
+        } else if self.log.snapshot() != Some(request.snapshot_id) {
+            Some(QuorumError::SnapshotNotFound)
+        } else if request.position < 0 {
+            Some(QuorumError::PositionOutOfRange)
+        } else {
+            None
+        };
+        let read = error.is_none().then_some(SnapshotRead {
+            snapshot_id: request.snapshot_id,
+            position: request.position,
+            max_bytes: self.config.fetch_max_bytes,
+        });
+        if read.is_some() {
+            // A follower fetching a snapshot is alive and following (check quorum counts it).
+            self.touch_replica(from, now_ms, None);
+        }
+        let answer = Message::FetchSnapshotResponse(FetchSnapshotResponse {
+            request_id: request.request_id,
+            error,
+            epoch: self.epoch(),
+            leader_id: self.leader_id(),
+            snapshot_id: request.snapshot_id,
+            // The driver fills in the size and the bytes when it reads the chunk.
+            size: -1,
+            position: if read.is_some() { request.position } else { -1 },
+            read,
+            bytes: Bytes::new(),
+        });
+        self.send(from, answer);
+    }
+
+    fn on_fetch_snapshot_response(
+        &mut self,
+        now_ms: u64,
+        from: i32,
+        response: FetchSnapshotResponse,
+    ) {
+        if response.error.is_some()
+            && self.fetch.in_flight.map(|(to, _, id)| (to, id)) == Some((from, response.request_id))
+        {
+            // The leader no longer has it (a newer snapshot replaced it) or it is no longer
+            // the leader: start over with a fetch, which names what to fetch now.
+            self.fetch.snapshot = None;
+        }
+        if !self.take_fetch_answer(
+            now_ms,
+            from,
+            response.request_id,
+            response.epoch,
+            response.leader_id,
+            response.error,
+        ) {
+            return;
+        }
+        let Some(mut state) = self.fetch.snapshot else {
+            return;
+        };
+        let len = response.bytes.len() as i64;
+        let fits = response.snapshot_id == state.id
+            && response.position == state.position
+            && response.size > 0
+            && response.size <= SNAPSHOT_BYTES_MAX
+            && state.size.is_none_or(|size| size == response.size)
+            && len > 0
+            && response.position + len <= response.size;
+        if !fits {
+            tracing::warn!(
+                node = self.local.id,
+                position = response.position,
+                size = response.size,
+                bytes = len,
+                expected_position = state.position,
+                "raft: a snapshot chunk that does not continue the snapshot; starting it over"
+            );
+            self.fetch.snapshot = None;
+            self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
+            return;
+        }
+        self.ready.log_ops.push(LogOp::SnapshotChunk {
+            id: state.id,
+            position: state.position,
+            bytes: response.bytes,
+        });
+        state.position += len;
+        state.size = Some(response.size);
+        if state.position < response.size {
+            self.fetch.snapshot = Some(state);
+            return;
+        }
+        self.fetch.snapshot = None;
+        self.install_snapshot(state.id);
+    }
+
+    fn install_snapshot(&mut self, id: SnapshotId) {
+        assert!(
+            id.end_offset > self.log.end_offset(),
+            "a fetched snapshot that does not reach past the log end"
+        );
+        assert!(
+            id.end_offset >= self.high_watermark,
+            "a fetched snapshot below the high watermark"
+        );
+        self.ready.log_ops.push(LogOp::InstallSnapshot(id));
+        self.log.install_snapshot(id);
+        // The snapshot holds only committed records (the leader made it from below its
+        // high watermark), so everything below its end is committed.
+        self.high_watermark = id.end_offset;
+        self.ready.high_watermark = Some(id.end_offset);
+        self.ready.events.push(RaftEvent::SnapshotLoaded { id });
+    }
+
+    /// The id a snapshot of the state after every record below `end_offset` gets: the
+    /// records must be committed and at or above the log start, and the snapshot newer
+    /// than the latest.
+    pub fn snapshot_id_for(&self, end_offset: i64) -> Result<SnapshotId, SnapshotError> {
+        let out_of_range = SnapshotError::OutOfRange {
+            end_offset,
+            log_start_offset: self.log.start_offset(),
+            high_watermark: self.high_watermark,
+        };
+        if end_offset < self.log.start_offset() || end_offset > self.high_watermark {
+            return Err(out_of_range);
+        }
+        if let Some(latest) = self.log.snapshot() {
+            if end_offset <= latest.end_offset {
+                return Err(SnapshotError::NotNewer { end_offset, latest });
+            }
+        }
+        let epoch = self.log.epoch_before(end_offset).ok_or(out_of_range)?;
+        Ok(SnapshotId { end_offset, epoch })
+    }
+
+    /// The driver wrote snapshot `id` durably (after [`Raft::snapshot_id_for`]): the leader
+    /// serves it to fetchers below the log start from now on.
+    pub fn snapshot_created(&mut self, id: SnapshotId) {
+        assert!(
+            id.end_offset <= self.high_watermark,
+            "a snapshot of uncommitted records"
+        );
+        self.log.snapshot_created(id);
+        self.check();
+    }
+
+    /// The driver moved the log start to the latest snapshot's end (retention deleted what
+    /// lay below it, after making it durable).
+    pub fn log_start_advanced(&mut self, offset: i64) {
+        assert!(
+            offset <= self.high_watermark,
+            "a log start past the high watermark"
+        );
+        self.log.advance_start(offset);
+        self.check();
     }
 
     /// Kafka's `truncateToEndOffset`: cut the log where it stops matching the leader's.
@@ -1512,6 +1860,10 @@ impl Raft {
         assert!(
             self.high_watermark <= self.log.end_offset() || self.bugs != RaftBugs::default(),
             "the high watermark past the log end"
+        );
+        assert!(
+            self.high_watermark >= self.log.start_offset(),
+            "the high watermark below the log start"
         );
         assert!(self.voters.len() <= VOTERS_MAX, "too many voters");
         match (&self.leader, self.election.role()) {
@@ -1714,9 +2066,322 @@ mod tests {
             },
         ])
         .expect("epochs");
-        let mut raft = replica(LogView::opened(0, 8, epochs), ElectionState::INITIAL);
+        let mut raft = replica(LogView::opened(0, 8, epochs, &[]), ElectionState::INITIAL);
         assert_eq!(raft.epoch(), 3);
         assert_eq!(raft.ready().persist.map(|p| p.epoch), Some(3));
+    }
+
+    /// The leader of three with records committed by node 2, a snapshot of all of them, and
+    /// the log start moved to it.
+    fn leader_with_a_snapshot() -> (Raft, u64, SnapshotId) {
+        let (mut raft, mut now) = leader_of_three();
+        raft.propose(
+            now,
+            vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+        )
+        .expect("a proposal");
+        now += 1;
+        let ready = raft.ready();
+        let end = raft.log().end_offset();
+        raft.synced(now, end, ready.sync.expect("a sync"));
+        raft.ready();
+        fetch(&mut raft, now, 1);
+        assert_eq!(raft.high_watermark(), end, "committed by node 2's fetch");
+        assert!(
+            matches!(
+                raft.snapshot_id_for(end + 1),
+                Err(SnapshotError::OutOfRange { .. })
+            ),
+            "no snapshot past the high watermark"
+        );
+        let id = raft.snapshot_id_for(end).expect("a snapshot id");
+        assert_eq!(id.epoch, raft.epoch());
+        raft.snapshot_created(id);
+        assert!(matches!(
+            raft.snapshot_id_for(end),
+            Err(SnapshotError::NotNewer { .. })
+        ));
+        raft.log_start_advanced(end);
+        assert_eq!(raft.log().start_offset(), end);
+        (raft, now, id)
+    }
+
+    fn step_from(raft: &mut Raft, now_ms: u64, from: i32, message: Message) -> Vec<Message> {
+        raft.step(
+            now_ms,
+            Envelope {
+                from,
+                to: raft.local_id(),
+                message,
+            },
+        );
+        raft.ready()
+            .messages
+            .into_iter()
+            .map(|m| m.message)
+            .collect()
+    }
+
+    #[test]
+    fn a_fetch_below_the_log_start_is_sent_to_the_snapshot_and_served_from_it() {
+        let (mut raft, now, id) = leader_with_a_snapshot();
+        let epoch = raft.epoch();
+        let fresh = FetchRequest {
+            request_id: 9,
+            replica: ReplicaKey::node(3),
+            epoch,
+            fetch_offset: 0,
+            last_fetched_epoch: 0,
+        };
+        let answers = step_from(&mut raft, now, 3, Message::Fetch(fresh));
+        assert!(
+            matches!(&answers[..], [Message::FetchResponse(r)]
+                if r.snapshot_id == Some(id) && r.batches.is_empty() && r.read.is_none()
+                    && r.log_start_offset == id.end_offset),
+            "a fetcher with nothing is told the snapshot: {answers:?}"
+        );
+        let ask = |snapshot_id, position| {
+            Message::FetchSnapshot(FetchSnapshotRequest {
+                request_id: 10,
+                replica: ReplicaKey::node(3),
+                epoch,
+                snapshot_id,
+                position,
+            })
+        };
+        let answers = step_from(&mut raft, now, 3, ask(id, 0));
+        assert!(
+            matches!(&answers[..], [Message::FetchSnapshotResponse(r)]
+            if r.error.is_none() && r.read == Some(SnapshotRead {
+                snapshot_id: id,
+                position: 0,
+                max_bytes: RaftConfig::DEFAULT.fetch_max_bytes,
+            })),
+            "the leader has the driver read the chunk: {answers:?}"
+        );
+        let other = SnapshotId {
+            end_offset: id.end_offset - 1,
+            epoch: id.epoch,
+        };
+        let answers = step_from(&mut raft, now, 3, ask(other, 0));
+        assert!(
+            matches!(&answers[..], [Message::FetchSnapshotResponse(r)]
+                if r.error == Some(QuorumError::SnapshotNotFound) && r.read.is_none()),
+            "only the latest snapshot is served: {answers:?}"
+        );
+        let answers = step_from(&mut raft, now, 3, ask(id, -1));
+        assert!(
+            matches!(&answers[..], [Message::FetchSnapshotResponse(r)]
+                if r.error == Some(QuorumError::PositionOutOfRange)),
+            "{answers:?}"
+        );
+        // A fetcher at the log start with the snapshot's epoch goes on from the log.
+        let at_start = FetchRequest {
+            request_id: 11,
+            replica: ReplicaKey::node(3),
+            epoch,
+            fetch_offset: id.end_offset,
+            last_fetched_epoch: id.epoch,
+        };
+        let answers = step_from(&mut raft, now, 3, Message::Fetch(at_start));
+        assert!(
+            answers.iter().all(|m| !matches!(m,
+                Message::FetchResponse(r) if r.snapshot_id.is_some() || r.diverging.is_some())),
+            "{answers:?}"
+        );
+    }
+
+    /// Node 1 following node 2 in epoch 1, its first fetch outstanding.
+    fn follower_of_two() -> (Raft, u64, u64) {
+        let mut raft = replica(LogView::empty(), ElectionState::INITIAL);
+        let now = 5;
+        let sent = step_from(
+            &mut raft,
+            now,
+            2,
+            Message::BeginQuorumEpoch {
+                epoch: 1,
+                leader_id: 2,
+            },
+        );
+        let request_id = sent
+            .iter()
+            .find_map(|m| match m {
+                Message::Fetch(r) => Some(r.request_id),
+                _ => None,
+            })
+            .expect("a fetch of the new leader");
+        (raft, now, request_id)
+    }
+
+    fn told_of_snapshot(request_id: u64, id: SnapshotId) -> Message {
+        Message::FetchResponse(FetchResponse {
+            request_id,
+            error: None,
+            epoch: 1,
+            leader_id: Some(2),
+            high_watermark: id.end_offset,
+            log_start_offset: id.end_offset,
+            diverging: None,
+            read: None,
+            batches: Vec::new(),
+            snapshot_id: Some(id),
+        })
+    }
+
+    fn chunk(request_id: u64, id: SnapshotId, position: i64, size: i64, bytes: &[u8]) -> Message {
+        Message::FetchSnapshotResponse(FetchSnapshotResponse {
+            request_id,
+            error: None,
+            epoch: 1,
+            leader_id: Some(2),
+            snapshot_id: id,
+            size,
+            position,
+            read: None,
+            bytes: Bytes::copy_from_slice(bytes),
+        })
+    }
+
+    fn snapshot_fetch(sent: &[Message]) -> &FetchSnapshotRequest {
+        sent.iter()
+            .find_map(|m| match m {
+                Message::FetchSnapshot(r) => Some(r),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("a snapshot fetch: {sent:?}"))
+    }
+
+    /// The fetch a follower sends once its backoff after a refused answer ran out.
+    fn fetch_after_backoff(raft: &mut Raft, now_ms: u64) -> u64 {
+        raft.tick(now_ms);
+        let sent: Vec<Message> = raft
+            .ready()
+            .messages
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        sent.iter()
+            .find_map(|m| match m {
+                Message::Fetch(r) => Some(r.request_id),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("a fetch after the backoff: {sent:?}"))
+    }
+
+    #[test]
+    fn a_follower_fetches_the_snapshot_in_chunks_and_restarts_its_log_at_its_end() {
+        let (mut raft, now, first) = follower_of_two();
+        let id = SnapshotId {
+            end_offset: 10,
+            epoch: 1,
+        };
+        let sent = step_from(&mut raft, now, 2, told_of_snapshot(first, id));
+        let ask = *snapshot_fetch(&sent);
+        assert_eq!((ask.snapshot_id, ask.position), (id, 0));
+        raft.step(
+            now,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: chunk(ask.request_id, id, 0, 10, b"012345"),
+            },
+        );
+        let ready = raft.ready();
+        assert!(
+            matches!(&ready.log_ops[..], [LogOp::SnapshotChunk { position: 0, bytes, .. }]
+                if bytes.as_ref() == b"012345"),
+            "{:?}",
+            ready.log_ops
+        );
+        let sent: Vec<Message> = ready.messages.into_iter().map(|m| m.message).collect();
+        let ask = *snapshot_fetch(&sent);
+        assert_eq!(ask.position, 6, "the next chunk is asked for");
+        // A chunk that does not continue the file is refused and the snapshot started over.
+        raft.step(
+            now,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: chunk(ask.request_id, id, 4, 10, b"4567"),
+            },
+        );
+        let ready = raft.ready();
+        assert!(ready.log_ops.is_empty(), "{:?}", ready.log_ops);
+        let retry_ms = now + RaftConfig::DEFAULT.retry_backoff_ms;
+        let request_id = fetch_after_backoff(&mut raft, retry_ms);
+        let sent = step_from(&mut raft, retry_ms, 2, told_of_snapshot(request_id, id));
+        let ask = *snapshot_fetch(&sent);
+        raft.step(
+            retry_ms,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: chunk(ask.request_id, id, 0, 10, b"0123456789"),
+            },
+        );
+        let ready = raft.ready();
+        assert!(
+            matches!(&ready.log_ops[..], [LogOp::SnapshotChunk { .. }, LogOp::InstallSnapshot(i)]
+                if *i == id),
+            "a whole snapshot is installed: {:?}",
+            ready.log_ops
+        );
+        assert_eq!(ready.events, vec![RaftEvent::SnapshotLoaded { id }]);
+        assert_eq!(ready.high_watermark, Some(10));
+        assert_eq!(raft.log().start_offset(), 10);
+        assert_eq!(raft.log().end_offset(), 10);
+        let next = ready.messages.iter().find_map(|m| match &m.message {
+            Message::Fetch(r) => Some((r.fetch_offset, r.last_fetched_epoch)),
+            _ => None,
+        });
+        assert_eq!(
+            next,
+            Some((10, 1)),
+            "the log goes on from the snapshot's end"
+        );
+    }
+
+    #[test]
+    fn a_snapshot_that_would_take_records_away_or_is_gone_is_not_fetched() {
+        let (mut raft, now, first) = follower_of_two();
+        let behind = SnapshotId {
+            end_offset: 0,
+            epoch: 1,
+        };
+        let sent = step_from(&mut raft, now, 2, told_of_snapshot(first, behind));
+        assert!(
+            sent.iter().all(|m| !matches!(m, Message::FetchSnapshot(_))),
+            "a snapshot not past this log's end is refused: {sent:?}"
+        );
+        let retry_ms = now + RaftConfig::DEFAULT.retry_backoff_ms;
+        let request_id = fetch_after_backoff(&mut raft, retry_ms);
+        let id = SnapshotId {
+            end_offset: 10,
+            epoch: 1,
+        };
+        let sent = step_from(&mut raft, retry_ms, 2, told_of_snapshot(request_id, id));
+        let ask = *snapshot_fetch(&sent);
+        let Message::FetchSnapshotResponse(mut gone) = chunk(ask.request_id, id, -1, -1, b"")
+        else {
+            unreachable!("chunk builds a snapshot answer")
+        };
+        gone.error = Some(QuorumError::SnapshotNotFound);
+        let gone = Message::FetchSnapshotResponse(gone);
+        let later_ms = retry_ms + RaftConfig::DEFAULT.retry_backoff_ms;
+        step_from(&mut raft, retry_ms, 2, gone);
+        raft.tick(later_ms);
+        let sent: Vec<Message> = raft
+            .ready()
+            .messages
+            .into_iter()
+            .map(|m| m.message)
+            .collect();
+        assert!(
+            sent.iter()
+                .any(|m| matches!(m, Message::Fetch(r) if r.fetch_offset == 0)),
+            "a snapshot the leader no longer has sends the follower back to Fetch: {sent:?}"
+        );
     }
 
     #[test]

@@ -12,7 +12,15 @@
 //!   Kafka's network layer mutes a connection until its answer is out);
 //! - two lanes per peer, each a task with one connection: fetches on one, everything else on
 //!   the other, so that a vote never waits behind a fetch the leader holds (long poll);
-//! - one sync at a time on a task of its own; a sync asked for meanwhile starts when it ends.
+//! - one sync at a time on a task of its own; a sync asked for meanwhile starts when it ends;
+//! - snapshots: the state machine hands the driver its state at a committed offset
+//!   ([`RaftHandle::create_snapshot`], when [`Status::snapshot_due`] says so); the driver
+//!   writes the file, tells the core, and, once the log outgrew `metadata.max.retention.bytes`,
+//!   moves the log start to the latest snapshot's end. A follower below the leader's start
+//!   fetches the snapshot chunk by chunk (FetchSnapshot), and the driver installs it: the
+//!   file made whole and durable, then the log restarted at its end. The state machine
+//!   learns it from [`Status::log_start_offset`] passing what it applied
+//!   ([`DriverError::BelowLogStart`]) and loads [`RaftHandle::latest_snapshot`].
 //!
 //! Invariants:
 //! - the election state is durable before any message of the same `Ready` leaves, and log
@@ -34,6 +42,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, Notify};
 
+use crate::log::LogError;
 use crate::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
 use crate::protocol::describe_quorum as dq;
 use crate::protocol::error::ErrorCode;
@@ -43,17 +52,18 @@ use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::{Reader, Uuid};
 use crate::protocol::{request_header_version, response_header_version};
 use crate::rt::clock::Clock;
-use crate::rt::disk::Disk;
+use crate::rt::disk::{Disk, File};
 use crate::rt::net::{TcpListener, TcpStream};
 use crate::rt::task::{self, JoinHandle};
 use crate::rt::time::{self, Duration, Instant};
 
 use super::core::{
-    LogOp, ProposeError, QuorumDescription, Raft, RaftBugs, RaftConfig, RaftEvent,
+    LogOp, ProposeError, QuorumDescription, Raft, RaftBugs, RaftConfig, RaftEvent, SnapshotError,
     FETCH_MAX_BYTES_MAX,
 };
 use super::election::{ElectionError, ReplicaKey, VOTERS_MAX};
-use super::message::{Batch, Envelope, Message};
+use super::message::{Batch, Envelope, Message, QuorumError, SnapshotId};
+use super::snapshot;
 use super::store::{RaftStore, StoreError};
 use super::wire::{self, METADATA_PARTITION, METADATA_TOPIC};
 
@@ -78,6 +88,12 @@ pub const PENDING_PER_PEER_MAX: usize = 16;
 pub const TICK_INTERVAL_MAX_MS: u64 = 1_000;
 /// The client id this node's requests carry.
 pub const CLIENT_ID: &str = "raft-client";
+/// How often the driver checks the log's size against `metadata.max.retention.bytes`
+/// besides right after each snapshot.
+pub const RETENTION_CHECK_INTERVAL_MS: u64 = 30_000;
+/// Times [`RaftHandle::latest_snapshot`] looks again when the snapshot it was told of was
+/// replaced by a newer one while it read.
+pub const SNAPSHOT_READ_ATTEMPTS_MAX: usize = 8;
 
 const _: () = assert!(LANE_QUEUE_MAX <= INPUT_QUEUE_MAX);
 const _: () = assert!(FRAME_BYTES_MAX > FETCH_MAX_BYTES_MAX);
@@ -91,6 +107,10 @@ pub enum DriverError {
     Config(String),
     /// The driver task is gone (stopped or failed).
     Stopped,
+    /// A read below the log start: what lies below is in the latest snapshot.
+    BelowLogStart {
+        log_start_offset: i64,
+    },
 }
 
 impl std::fmt::Display for DriverError {
@@ -100,6 +120,11 @@ impl std::fmt::Display for DriverError {
             DriverError::Election(e) => write!(f, "{e}"),
             DriverError::Config(e) => write!(f, "{e}"),
             DriverError::Stopped => write!(f, "the metadata quorum replica has stopped"),
+            DriverError::BelowLogStart { log_start_offset } => write!(
+                f,
+                "the metadata log starts at {log_start_offset}; what lies below is in its \
+                 latest snapshot"
+            ),
         }
     }
 }
@@ -127,6 +152,35 @@ pub struct NodeConfig {
     pub cluster_id: Option<String>,
     /// Deliberate bugs for the simulation's checker tests; all off in every real config.
     pub bugs: RaftBugs,
+    pub snapshots: SnapshotConfig,
+}
+
+/// When snapshots are due and how much log is kept behind them, under Kafka's names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotConfig {
+    /// `metadata.log.max.record.bytes.between.snapshots` (default 20 MiB): a snapshot is due
+    /// once this many bytes were appended since the latest.
+    pub max_bytes_between_snapshots: u64,
+    /// `metadata.log.max.snapshot.interval.ms` (default 1 hour; 0 turns it off): a snapshot
+    /// is due this long after the latest if anything was committed since.
+    pub max_snapshot_interval_ms: u64,
+    /// `metadata.max.retention.bytes` (default 100 MiB; -1 keeps everything): once the log
+    /// is larger, its start moves to the latest snapshot's end.
+    pub retention_bytes: i64,
+}
+
+impl SnapshotConfig {
+    pub const DEFAULT: SnapshotConfig = SnapshotConfig {
+        max_bytes_between_snapshots: 20 << 20,
+        max_snapshot_interval_ms: 3_600_000,
+        retention_bytes: 100 << 20,
+    };
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> Self {
+        SnapshotConfig::DEFAULT
+    }
 }
 
 /// Receives the replica's events as they happen (the simulation's history).
@@ -140,6 +194,11 @@ pub struct Status {
     pub is_leader: bool,
     pub high_watermark: i64,
     pub log_end_offset: i64,
+    pub log_start_offset: i64,
+    /// The latest snapshot this replica holds.
+    pub snapshot: Option<SnapshotId>,
+    /// Whether the state machine should hand over a snapshot (see [`SnapshotConfig`]).
+    pub snapshot_due: bool,
 }
 
 #[derive(Default)]
@@ -199,6 +258,11 @@ enum Input {
     Failed(StoreError),
     Describe {
         reply: oneshot::Sender<Described>,
+    },
+    CreateSnapshot {
+        end_offset: i64,
+        records: Vec<Bytes>,
+        reply: oneshot::Sender<Result<SnapshotId, SnapshotError>>,
     },
     Resign,
     Shutdown,
@@ -271,11 +335,68 @@ impl RaftHandle {
         offset: i64,
         max_bytes: usize,
     ) -> Result<Vec<Batch>, DriverError> {
-        let high_watermark = self.status.get().high_watermark;
-        if offset >= high_watermark {
+        let status = self.status.get();
+        if offset < status.log_start_offset {
+            return Err(DriverError::BelowLogStart {
+                log_start_offset: status.log_start_offset,
+            });
+        }
+        if offset >= status.high_watermark {
             return Ok(Vec::new());
         }
-        Ok(self.store.read(offset, max_bytes, high_watermark).await?)
+        match self
+            .store
+            .read(offset, max_bytes, status.high_watermark)
+            .await
+        {
+            Err(StoreError::Log(LogError::OffsetOutOfRange {
+                log_start_offset, ..
+            })) if offset < log_start_offset => {
+                Err(DriverError::BelowLogStart { log_start_offset })
+            }
+            other => Ok(other?),
+        }
+    }
+
+    /// Writes a snapshot of the state machine: `records` hold its state after every record
+    /// below `end_offset`, which must be committed. The log start may then move up to it.
+    pub async fn create_snapshot(
+        &self,
+        end_offset: i64,
+        records: Vec<Bytes>,
+    ) -> Result<Result<SnapshotId, SnapshotError>, DriverError> {
+        let (reply, answer) = oneshot::channel();
+        self.inputs
+            .send(Input::CreateSnapshot {
+                end_offset,
+                records,
+                reply,
+            })
+            .await
+            .map_err(|_| DriverError::Stopped)?;
+        answer.await.map_err(|_| DriverError::Stopped)
+    }
+
+    /// The latest snapshot and the state machine's records in it, if there is one.
+    pub async fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Vec<Bytes>)>, DriverError> {
+        for _ in 0..SNAPSHOT_READ_ATTEMPTS_MAX {
+            let Some(id) = self.status.get().snapshot else {
+                return Ok(None);
+            };
+            match self.store.read_snapshot(id).await {
+                Ok(records) => return Ok(Some((id, records))),
+                Err(StoreError::Snapshot(snapshot::SnapshotFileError::Io { source, .. }))
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    // Replaced by a newer one meanwhile: read that.
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(DriverError::Config(format!(
+            "snapshots replaced faster than {SNAPSHOT_READ_ATTEMPTS_MAX} reads"
+        )))
     }
 
     /// Batches of the whole log from `offset` on, committed or not (for tools and checkers).
@@ -284,7 +405,14 @@ impl RaftHandle {
         if offset >= end {
             return Ok(Vec::new());
         }
-        Ok(self.store.read(offset, max_bytes, end).await?)
+        match self.store.read(offset, max_bytes, end).await {
+            Err(StoreError::Log(LogError::OffsetOutOfRange {
+                log_start_offset, ..
+            })) if offset < log_start_offset => {
+                Err(DriverError::BelowLogStart { log_start_offset })
+            }
+            other => Ok(other?),
+        }
     }
 
     /// The quorum as the leader sees it; `None` on a replica that does not lead.
@@ -471,6 +599,11 @@ pub async fn start_with_events(
         sync_wanted: None,
         inputs,
         events,
+        snapshots: config.snapshots,
+        fetching: None,
+        appended_bytes: 0,
+        last_snapshot_ms: 0,
+        next_retention_check_ms: RETENTION_CHECK_INTERVAL_MS,
     };
     let task = task::spawn(async move {
         let result = driver.run(queue).await;
@@ -508,6 +641,14 @@ struct Driver {
     sync_wanted: Option<u64>,
     inputs: mpsc::Sender<Input>,
     events: Option<EventSink>,
+    snapshots: SnapshotConfig,
+    /// The partial file of the snapshot being fetched from the leader.
+    fetching: Option<(SnapshotId, File)>,
+    /// Bytes appended since the latest snapshot (this run's count).
+    appended_bytes: u64,
+    /// When the latest snapshot was made or installed (0: this run's start).
+    last_snapshot_ms: u64,
+    next_retention_check_ms: u64,
 }
 
 impl Driver {
@@ -524,7 +665,14 @@ impl Driver {
         loop {
             self.process().await?;
             let now_ms = self.now_ms();
-            let deadline_ms = self.raft.next_deadline_ms();
+            if now_ms >= self.next_retention_check_ms {
+                self.next_retention_check_ms = now_ms + RETENTION_CHECK_INTERVAL_MS;
+                self.enforce_retention().await?;
+            }
+            let deadline_ms = self
+                .raft
+                .next_deadline_ms()
+                .min(self.next_retention_check_ms);
             if deadline_ms <= now_ms {
                 self.raft.tick(now_ms);
                 continue;
@@ -534,7 +682,10 @@ impl Driver {
                 biased;
                 input = queue.recv() => {
                     let Some(input) = input else { break };
-                    if !self.take(input)? {
+                    if let Input::CreateSnapshot { end_offset, records, reply } = input {
+                        let created = self.create_snapshot(end_offset, records).await?;
+                        let _ = reply.send(created);
+                    } else if !self.take(input)? {
                         break;
                     }
                 }
@@ -557,12 +708,18 @@ impl Driver {
                 mut message,
                 reply,
             } => {
-                match &mut message {
-                    Message::Fetch(request) => {
+                let fetch_id = match &mut message {
+                    Message::Fetch(request) => Some(&mut request.request_id),
+                    Message::FetchSnapshot(request) => Some(&mut request.request_id),
+                    _ => None,
+                };
+                match fetch_id {
+                    Some(request_id) => {
                         // Correlation ids restart with every connection: the driver names
                         // each fetch it takes itself, so an answer finds its own slot.
                         self.next_inbound_id += 1;
-                        request.request_id = self.next_inbound_id;
+                        *request_id = self.next_inbound_id;
+                        let request_id = *request_id;
                         // A newer fetch from the same replica supersedes any it still holds.
                         let stale: Vec<(i32, u64)> = self
                             .pending_fetches
@@ -572,13 +729,12 @@ impl Driver {
                         for key in stale {
                             self.pending_fetches.remove(&key);
                         }
-                        self.pending_fetches
-                            .insert((from, request.request_id), reply);
+                        self.pending_fetches.insert((from, request_id), reply);
                     }
-                    other => {
+                    None => {
                         let queue = self
                             .pending_other
-                            .entry((from, other.api_key()))
+                            .entry((from, message.api_key()))
                             .or_default();
                         if queue.len() >= PENDING_PER_PEER_MAX {
                             queue.pop_front();
@@ -615,6 +771,9 @@ impl Driver {
                     now_ms,
                     wall_ms: self.clock.now_ms(),
                 });
+            }
+            Input::CreateSnapshot { .. } => {
+                unreachable!("the run loop takes snapshots itself")
             }
             Input::Resign => self.raft.resign(now_ms),
             Input::Shutdown => return Ok(false),
@@ -662,9 +821,16 @@ impl Driver {
                             .remove(&batch.base_offset)
                             .filter(|(b, _)| *b == batch)
                             .map(|(_, bytes)| bytes);
+                        self.appended_bytes += batch.size_bytes() as u64;
                         self.store.append(&batch, raw, self.clock.now_ms()).await?;
                     }
                     LogOp::Truncate(to) => self.store.truncate(to).await?,
+                    LogOp::SnapshotChunk {
+                        id,
+                        position,
+                        bytes,
+                    } => self.write_snapshot_chunk(id, position, bytes).await?,
+                    LogOp::InstallSnapshot(id) => self.install_snapshot(id).await?,
                 }
             }
             for envelope in ready.messages {
@@ -689,6 +855,14 @@ impl Driver {
                             "raft: truncated the metadata log"
                         );
                     }
+                    RaftEvent::SnapshotLoaded { id } => {
+                        tracing::info!(
+                            node = self.raft.local_id(),
+                            end_offset = id.end_offset,
+                            epoch = id.epoch,
+                            "raft: installed a snapshot fetched from the leader"
+                        );
+                    }
                     RaftEvent::Epoch { .. } => {}
                 }
             }
@@ -699,13 +873,141 @@ impl Driver {
             // Only a leader holds fetches (the core answered those of an ended leadership).
             self.pending_fetches.clear();
         }
+        self.publish_status();
+        Ok(())
+    }
+
+    fn publish_status(&self) {
+        let log = self.raft.log();
+        let snapshot_end = log.snapshot().map_or(0, |s| s.end_offset);
+        let committed_since = self.raft.high_watermark() > snapshot_end;
+        let interval_ms = self.snapshots.max_snapshot_interval_ms;
+        let snapshot_due = committed_since
+            && (self.appended_bytes >= self.snapshots.max_bytes_between_snapshots
+                || (interval_ms > 0 && self.now_ms() >= self.last_snapshot_ms + interval_ms));
         self.status.set(Status {
             epoch: self.raft.epoch(),
             leader_id: self.raft.leader_id(),
             is_leader: self.raft.is_leader(),
             high_watermark: self.raft.high_watermark(),
-            log_end_offset: self.raft.log().end_offset(),
+            log_end_offset: log.end_offset(),
+            log_start_offset: log.start_offset(),
+            snapshot: log.snapshot(),
+            snapshot_due,
         });
+    }
+
+    /// Writes the state machine's snapshot (the core names it and checks its range), then
+    /// lets retention move the log start.
+    async fn create_snapshot(
+        &mut self,
+        end_offset: i64,
+        records: Vec<Bytes>,
+    ) -> Result<Result<SnapshotId, SnapshotError>, DriverError> {
+        let id = match self.raft.snapshot_id_for(end_offset) {
+            Ok(id) => id,
+            Err(e) => return Ok(Err(e)),
+        };
+        self.store
+            .write_snapshot(id, &records, self.clock.now_ms())
+            .await?;
+        self.raft.snapshot_created(id);
+        self.appended_bytes = 0;
+        self.last_snapshot_ms = self.now_ms();
+        self.enforce_retention().await?;
+        self.publish_status();
+        Ok(Ok(id))
+    }
+
+    /// `metadata.max.retention.bytes`: once the log is larger, its start moves to the latest
+    /// snapshot's end (segments wholly below it go), and older snapshots with it.
+    async fn enforce_retention(&mut self) -> Result<(), DriverError> {
+        let log = self.raft.log();
+        let Some(latest) = log.snapshot() else {
+            return Ok(());
+        };
+        let start = log.start_offset();
+        if self.snapshots.retention_bytes < 0
+            || latest.end_offset <= start
+            || latest.end_offset > log.synced_offset()
+        {
+            return Ok(());
+        }
+        let size = self.store.size_bytes().await;
+        if size <= self.snapshots.retention_bytes.unsigned_abs() {
+            return Ok(());
+        }
+        self.store
+            .delete_before(latest.end_offset, self.raft.high_watermark())
+            .await?;
+        self.raft.log_start_advanced(latest.end_offset);
+        self.remove_snapshots_below(latest.end_offset).await?;
+        tracing::info!(
+            node = self.raft.local_id(),
+            log_start_offset = latest.end_offset,
+            log_bytes = size,
+            "raft: the metadata log outgrew metadata.max.retention.bytes; its start moved to the latest snapshot"
+        );
+        self.publish_status();
+        Ok(())
+    }
+
+    async fn remove_snapshots_below(&self, offset: i64) -> Result<(), DriverError> {
+        let dir = self.store.log_dir().to_string();
+        let below: Vec<SnapshotId> = snapshot::list(self.store.disk(), &dir)
+            .await
+            .map_err(StoreError::from)?
+            .into_iter()
+            .filter(|s| s.end_offset < offset)
+            .collect();
+        self.store.remove_snapshots(&below).await?;
+        Ok(())
+    }
+
+    async fn write_snapshot_chunk(
+        &mut self,
+        id: SnapshotId,
+        position: i64,
+        bytes: Bytes,
+    ) -> Result<(), DriverError> {
+        if position == 0 || self.fetching.as_ref().is_none_or(|(at, _)| *at != id) {
+            // The core starts every snapshot at position 0; a chunk elsewhere for another
+            // snapshot cannot come.
+            assert_eq!(position, 0, "a snapshot chunk without its start");
+            let file = snapshot::begin_fetch(self.store.disk(), self.store.log_dir(), id)
+                .await
+                .map_err(StoreError::from)?;
+            self.fetching = Some((id, file));
+        }
+        let Some((_, file)) = &self.fetching else {
+            unreachable!("a fetched snapshot's file was just opened");
+        };
+        let at = u64::try_from(position).unwrap_or(0);
+        file.write_at(at, &bytes)
+            .await
+            .map_err(|source| StoreError::Io {
+                op: "write",
+                path: file.path().to_string(),
+                source,
+            })?;
+        Ok(())
+    }
+
+    /// A fetched snapshot is whole: it is checked, made durable under its name, and the log
+    /// restarts at its end. A snapshot that does not decode stops the replica (a leader
+    /// serves only whole snapshots, and every batch carries its CRC).
+    async fn install_snapshot(&mut self, id: SnapshotId) -> Result<(), DriverError> {
+        let Some((at, file)) = self.fetching.take() else {
+            panic!("a snapshot installed without being fetched");
+        };
+        assert_eq!(at, id, "the installed snapshot is the one fetched");
+        snapshot::freeze(self.store.disk(), self.store.log_dir(), id, file)
+            .await
+            .map_err(StoreError::from)?;
+        self.store.restart_at(id.end_offset).await?;
+        self.remove_snapshots_below(id.end_offset).await?;
+        self.appended_bytes = 0;
+        self.last_snapshot_ms = self.now_ms();
         Ok(())
     }
 
@@ -725,6 +1027,36 @@ impl Driver {
                     let _ = reply.send(Reply {
                         message: Message::FetchResponse(response),
                         records,
+                    });
+                }
+            }
+            Message::FetchSnapshotResponse(mut response) => {
+                if let Some(read) = response.read.take() {
+                    let chunk = snapshot::read_chunk(
+                        self.store.disk(),
+                        self.store.log_dir(),
+                        read.snapshot_id,
+                        u64::try_from(read.position).unwrap_or(u64::MAX),
+                        read.max_bytes,
+                    )
+                    .await
+                    .map_err(StoreError::from)?;
+                    match chunk {
+                        None => response.error = Some(QuorumError::SnapshotNotFound),
+                        Some((size, bytes)) if bytes.is_empty() => {
+                            response.error = Some(QuorumError::PositionOutOfRange);
+                            response.size = i64::try_from(size).unwrap_or(i64::MAX);
+                        }
+                        Some((size, bytes)) => {
+                            response.size = i64::try_from(size).unwrap_or(i64::MAX);
+                            response.bytes = bytes;
+                        }
+                    }
+                }
+                if let Some(reply) = self.pending_fetches.remove(&(to, response.request_id)) {
+                    let _ = reply.send(Reply {
+                        message: Message::FetchSnapshotResponse(response),
+                        records: None,
                     });
                 }
             }
@@ -748,7 +1080,7 @@ impl Driver {
                     // core bug the election invariants rule out.
                     return Ok(());
                 };
-                let lane = if matches!(request, Message::Fetch(_)) {
+                let lane = if matches!(request, Message::Fetch(_) | Message::FetchSnapshot(_)) {
                     &lanes.fetch
                 } else {
                     &lanes.other
@@ -938,13 +1270,14 @@ async fn serve(listener: TcpListener, inputs: mpsc::Sender<Input>, config: Serve
 }
 
 /// The APIs and versions the controller listener serves.
-const SERVED: [(i16, i16, i16); 6] = [
+const SERVED: [(i16, i16, i16); 7] = [
     (1, wire::FETCH_VERSION_MIN, wire::FETCH_VERSION),
     (18, 0, 4),
     (52, 0, wire::VOTE_VERSION),
     (53, 0, wire::BEGIN_QUORUM_EPOCH_VERSION),
     (54, 0, wire::END_QUORUM_EPOCH_VERSION),
     (55, 0, 2),
+    (59, 0, wire::FETCH_SNAPSHOT_VERSION),
 ];
 
 async fn serve_connection(

@@ -8,11 +8,16 @@
 //! Invariants (asserted on every change):
 //! - `start_offset <= synced_offset <= end_offset`;
 //! - appends continue the log end, with an epoch at or above the latest one;
-//! - a truncation cuts the synced end with the log end and forgets the epochs above it.
+//! - a truncation cuts the synced end with the log end and forgets the epochs above it;
+//! - a log that starts past offset 0 starts at the end of a snapshot it knows (the latest
+//!   snapshot ends at or past the start), whose epoch stands for the epoch of the record
+//!   before the start;
+//! - the start moves only forward, and only to a snapshot's end at or below the synced end.
 
 use crate::log::leader_epoch::{EpochEnd, LeaderEpochCache};
 
 use super::election::LogPosition;
+use super::message::SnapshotId;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogView {
@@ -20,6 +25,10 @@ pub struct LogView {
     end_offset: i64,
     synced_offset: i64,
     epochs: LeaderEpochCache,
+    /// The latest snapshot of the state machine this replica holds.
+    snapshot: Option<SnapshotId>,
+    /// The epoch of the record before the start (the snapshot's that ends there).
+    start_epoch: Option<i32>,
     /// Counts truncations: a sync report names the generation its sync started in, and one
     /// from before a truncation is ignored (it may cover offsets since rewritten).
     generation: u64,
@@ -33,6 +42,8 @@ impl LogView {
             end_offset: 0,
             synced_offset: 0,
             epochs: LeaderEpochCache::default(),
+            snapshot: None,
+            start_epoch: None,
             generation: 0,
         }
     }
@@ -40,12 +51,25 @@ impl LogView {
     /// The picture of a log as it was opened: all of it is durable, since recovery dropped
     /// whatever a crash left unsynced and the driver syncs the log at open (a process kill
     /// leaves written but unsynced data in the page cache, which a later power loss takes).
-    pub fn opened(start_offset: i64, end_offset: i64, epochs: LeaderEpochCache) -> LogView {
+    ///
+    /// `snapshots` are the snapshots on disk; the latest is served to fetchers below the
+    /// start, and the one that ends at the start gives the epoch before it.
+    pub fn opened(
+        start_offset: i64,
+        end_offset: i64,
+        epochs: LeaderEpochCache,
+        snapshots: &[SnapshotId],
+    ) -> LogView {
         let view = LogView {
             start_offset,
             end_offset,
             synced_offset: end_offset,
             epochs,
+            snapshot: snapshots.iter().max().copied(),
+            start_epoch: snapshots
+                .iter()
+                .find(|s| s.end_offset == start_offset)
+                .map(|s| s.epoch),
             generation: 0,
         };
         view.check();
@@ -69,7 +93,20 @@ impl LogView {
     /// The epoch of the log's last batch; 0 for an empty log (Kafka's convention, so a
     /// follower with nothing fetches with last fetched epoch 0).
     pub fn last_epoch(&self) -> i32 {
-        self.epochs.latest_epoch().unwrap_or(0)
+        self.epochs.latest_epoch().or(self.start_epoch).unwrap_or(0)
+    }
+
+    /// The latest snapshot this replica holds.
+    pub fn snapshot(&self) -> Option<SnapshotId> {
+        self.snapshot
+    }
+
+    /// The epoch of the record just before `offset`, where the log or a snapshot knows it.
+    pub fn epoch_before(&self, offset: i64) -> Option<i32> {
+        if offset == self.start_offset {
+            return self.start_epoch.or((offset == 0).then_some(0));
+        }
+        self.epochs.epoch_for_offset(offset - 1)
     }
 
     /// The generation a sync started now belongs to.
@@ -80,13 +117,7 @@ impl LogView {
     /// Where the synced part of the log ends, as elections compare logs: what a candidate
     /// may claim, since it survives a power loss.
     pub fn synced_position(&self) -> LogPosition {
-        let last_epoch = if self.synced_offset > self.start_offset {
-            self.epochs
-                .epoch_for_offset(self.synced_offset - 1)
-                .unwrap_or(0)
-        } else {
-            0
-        };
+        let last_epoch = self.epoch_before(self.synced_offset).unwrap_or(0);
         LogPosition {
             last_epoch,
             end_offset: self.synced_offset,
@@ -118,6 +149,63 @@ impl LogView {
         assert!(epoch >= 0, "an append without an epoch");
         self.epochs.assign(epoch, base_offset);
         self.end_offset = next_offset;
+        self.check();
+    }
+
+    /// The state machine wrote a snapshot of everything below `id.end_offset`, which lies in
+    /// the log (or at its start). A follower's committed records need not be synced yet: the
+    /// snapshot file is durable on its own, and the log start moves to it only once synced.
+    pub fn snapshot_created(&mut self, id: SnapshotId) {
+        assert!(
+            id.end_offset >= self.start_offset,
+            "a snapshot below the log start"
+        );
+        assert!(
+            id.end_offset <= self.end_offset,
+            "a snapshot past the log end"
+        );
+        if self.snapshot.is_none_or(|s| id > s) {
+            self.snapshot = Some(id);
+        }
+        self.check();
+    }
+
+    /// The log was emptied and restarted at the end of snapshot `id`, fetched from the
+    /// leader (Kafka's `truncateFullyAndStartAt`); all of it is durable.
+    pub fn install_snapshot(&mut self, id: SnapshotId) {
+        assert!(
+            id.end_offset >= self.start_offset,
+            "a snapshot below the log start"
+        );
+        self.start_offset = id.end_offset;
+        self.end_offset = id.end_offset;
+        self.synced_offset = id.end_offset;
+        self.epochs.clear();
+        self.snapshot = Some(id);
+        self.start_epoch = Some(id.epoch);
+        self.generation += 1;
+        self.check();
+    }
+
+    /// The log's start moved to `offset`, the end of the latest snapshot (retention deleted
+    /// what lies below it).
+    pub fn advance_start(&mut self, offset: i64) {
+        let snapshot = self.snapshot.expect("a log start moved without a snapshot");
+        assert_eq!(
+            offset, snapshot.end_offset,
+            "a log start moved past a snapshot's end"
+        );
+        assert!(offset >= self.start_offset, "a log start moved back");
+        assert!(
+            offset <= self.synced_offset,
+            "a log start past the synced log"
+        );
+        self.start_offset = offset;
+        self.start_epoch = Some(snapshot.epoch);
+        self.epochs.truncate_from_start(offset);
+        if self.start_offset == self.end_offset {
+            self.epochs.clear();
+        }
         self.check();
     }
 
@@ -165,6 +253,17 @@ impl LogView {
             assert!(
                 first.start_offset < self.end_offset,
                 "an epoch past the end"
+            );
+        }
+        if self.start_offset > 0 {
+            assert!(
+                self.start_epoch.is_some(),
+                "a log start past 0 with no snapshot ending there"
+            );
+            assert!(
+                self.snapshot
+                    .is_some_and(|s| s.end_offset >= self.start_offset),
+                "a log start past the latest snapshot"
             );
         }
     }

@@ -24,6 +24,10 @@ pub enum RaftRecord {
     /// A record of the state machine above the log (the controller's metadata records; a
     /// test state machine's operations).
     Data(Bytes),
+    /// Kafka's SnapshotHeaderRecord (control record type 3): a snapshot's first record.
+    SnapshotHeader { last_contained_log_timestamp: i64 },
+    /// Kafka's SnapshotFooterRecord (control record type 4): a snapshot's last record.
+    SnapshotFooter,
 }
 
 impl RaftRecord {
@@ -55,6 +59,8 @@ impl RaftRecord {
             RaftRecord::LeaderChange { voters, .. } => 16 + 4 * voters.len(),
             RaftRecord::KRaftVersion { .. } => 12,
             RaftRecord::Voters { voters } => 16 + 24 * voters.len(),
+            RaftRecord::SnapshotHeader { .. } => 20,
+            RaftRecord::SnapshotFooter => 12,
         }
     }
 }
@@ -102,6 +108,19 @@ pub enum QuorumError {
     NotLeader,
     /// INCONSISTENT_VOTER_SET: the request names a voter the replica does not know.
     InconsistentVoterSet,
+    /// SNAPSHOT_NOT_FOUND: the snapshot a FetchSnapshot names is not the leader's latest.
+    SnapshotNotFound,
+    /// POSITION_OUT_OF_RANGE: a FetchSnapshot position outside the snapshot.
+    PositionOutOfRange,
+}
+
+/// A snapshot of the state machine: it holds the state after every record below
+/// `end_offset`, the last of which was written in `epoch` (Kafka's `OffsetAndEpoch` of a
+/// snapshot, its file name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SnapshotId {
+    pub end_offset: i64,
+    pub epoch: i32,
 }
 
 /// Kafka's FetchRequest for the metadata partition, from a follower or an observer.
@@ -135,6 +154,45 @@ pub struct FetchResponse {
     /// driver fills `batches` and clears this before the answer leaves.
     pub read: Option<LogRead>,
     pub batches: Vec<Batch>,
+    /// Set when the fetch offset lies below the leader's log start: the fetcher fetches
+    /// this snapshot instead (Fetch v12+'s SnapshotId).
+    pub snapshot_id: Option<SnapshotId>,
+}
+
+/// Kafka's FetchSnapshotRequest (API 59) for the metadata partition: a chunk of the
+/// leader's snapshot from `position` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchSnapshotRequest {
+    /// As a fetch's: names the request so that a stale answer is told apart.
+    pub request_id: u64,
+    pub replica: ReplicaKey,
+    pub epoch: i32,
+    pub snapshot_id: SnapshotId,
+    pub position: i64,
+}
+
+/// Kafka's FetchSnapshotResponse for the metadata partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FetchSnapshotResponse {
+    pub request_id: u64,
+    pub error: Option<QuorumError>,
+    pub epoch: i32,
+    pub leader_id: Option<i32>,
+    pub snapshot_id: SnapshotId,
+    /// The snapshot's size in bytes and where this chunk starts in it.
+    pub size: i64,
+    pub position: i64,
+    /// Where the driver reads the chunk from; it fills `size` and `bytes` and clears this
+    /// before the answer leaves.
+    pub read: Option<SnapshotRead>,
+    pub bytes: Bytes,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotRead {
+    pub snapshot_id: SnapshotId,
+    pub position: i64,
+    pub max_bytes: usize,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,6 +234,8 @@ pub enum Message {
     },
     Fetch(FetchRequest),
     FetchResponse(FetchResponse),
+    FetchSnapshot(FetchSnapshotRequest),
+    FetchSnapshotResponse(FetchSnapshotResponse),
 }
 
 impl Message {
@@ -186,6 +246,7 @@ impl Message {
             Message::BeginQuorumEpoch { .. } | Message::BeginQuorumEpochResponse { .. } => 53,
             Message::EndQuorumEpoch { .. } | Message::EndQuorumEpochResponse { .. } => 54,
             Message::Fetch(_) | Message::FetchResponse(_) => 1,
+            Message::FetchSnapshot(_) | Message::FetchSnapshotResponse(_) => 59,
         }
     }
 }

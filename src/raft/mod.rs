@@ -20,9 +20,10 @@
 //! - [`wire`]: the core's messages as Kafka's requests and responses;
 //! - [`driver`]: the replica on `rt`: the controller listener, the lanes to the peers, the
 //!   syncs, and [`driver::RaftHandle`] for the state machine above;
-//! - [`settings`]: a controller's settings under Kafka's names (`samsa controller`).
-//!
-//! Still to come (issue 13): snapshots with FetchSnapshot and `metadata.max.retention.bytes`.
+//! - [`settings`]: a controller's settings under Kafka's names (`samsa controller`);
+//! - [`snapshot`]: snapshot files of the state machine (`<offset>-<epoch>.checkpoint`), which
+//!   followers below the leader's log start fetch with FetchSnapshot, and which let
+//!   retention (`metadata.max.retention.bytes`) move the log start.
 
 pub mod core;
 pub mod driver;
@@ -32,6 +33,7 @@ pub mod message;
 pub mod quorum_state;
 pub mod records;
 pub mod settings;
+pub mod snapshot;
 pub mod store;
 pub mod wire;
 

@@ -8,6 +8,8 @@
 //! | type | record | value fields |
 //! |---|---|---|
 //! | 2 | LeaderChangeMessage | Version, LeaderId, Voters [VoterId], GrantingVoters [VoterId] |
+//! | 3 | SnapshotHeaderRecord (snapshot files only) | Version, LastContainedLogTimestamp |
+//! | 4 | SnapshotFooterRecord (snapshot files only) | Version |
 //! | 5 | KRaftVersionRecord (KIP-853) | Version, KRaftVersion |
 //! | 6 | VotersRecord (KIP-853) | Version, Voters [VoterId, VoterDirectoryId, Endpoints [Name, Host, Port], KRaftVersionFeature {Min, Max}] |
 //!
@@ -27,6 +29,8 @@ use super::message::{Batch, RaftRecord};
 
 /// Kafka's control record types this log writes.
 pub const LEADER_CHANGE_TYPE: i16 = 2;
+pub const SNAPSHOT_HEADER_TYPE: i16 = 3;
+pub const SNAPSHOT_FOOTER_TYPE: i16 = 4;
 pub const KRAFT_VERSION_TYPE: i16 = 5;
 pub const KRAFT_VOTERS_TYPE: i16 = 6;
 
@@ -65,6 +69,31 @@ message! {
             leader_id: kt::NodeId, versions(0+);
             voters: kt::Array<LeaderChangeVoter>, versions(0+);
             granting_voters: kt::Array<LeaderChangeVoter>, versions(0+);
+        }
+        tagged {}
+    }
+}
+
+message! {
+    /// Kafka's SnapshotHeaderRecord: the first record of a snapshot.
+    pub struct SnapshotHeaderRecord {
+        versions: (0-0),
+        flexible: (0+),
+        fields {
+            version: kt::Int16, versions(0+);
+            last_contained_log_timestamp: kt::Int64, versions(0+);
+        }
+        tagged {}
+    }
+}
+
+message! {
+    /// Kafka's SnapshotFooterRecord: the last record of a snapshot.
+    pub struct SnapshotFooterRecord {
+        versions: (0-0),
+        flexible: (0+),
+        fields {
+            version: kt::Int16, versions(0+);
         }
         tagged {}
     }
@@ -186,7 +215,7 @@ impl std::fmt::Display for RecordsError {
             } => write!(
                 f,
                 "the control record at offset {offset} has type {record_type}, not one the \
-                 metadata log writes (2, 5 or 6)"
+                 metadata log writes (2 to 6)"
             ),
             RecordsError::Missing { offset, what } => {
                 write!(f, "the record at offset {offset} has no {what}")
@@ -274,6 +303,25 @@ fn control_value(record: &RaftRecord) -> (i16, BytesMut) {
             });
             KRAFT_VOTERS_TYPE
         }
+        RaftRecord::SnapshotHeader {
+            last_contained_log_timestamp,
+        } => {
+            let message = SnapshotHeaderRecord {
+                version: 0,
+                last_contained_log_timestamp: *last_contained_log_timestamp,
+            };
+            encode_message(&mut out, |o| {
+                message.encode(o, 0).map_err(|e| e.to_string())
+            });
+            SNAPSHOT_HEADER_TYPE
+        }
+        RaftRecord::SnapshotFooter => {
+            let message = SnapshotFooterRecord { version: 0 };
+            encode_message(&mut out, |o| {
+                message.encode(o, 0).map_err(|e| e.to_string())
+            });
+            SNAPSHOT_FOOTER_TYPE
+        }
         RaftRecord::Data(_) => unreachable!("a data record is not a control record"),
     };
     (record_type, out)
@@ -351,6 +399,16 @@ fn decode_control(offset: i64, key: Bytes, value: Bytes) -> Result<RaftRecord, R
                     })
                     .collect(),
             })
+        }
+        SNAPSHOT_HEADER_TYPE => {
+            let message = SnapshotHeaderRecord::decode_exact(value, 0).map_err(control)?;
+            Ok(RaftRecord::SnapshotHeader {
+                last_contained_log_timestamp: message.last_contained_log_timestamp,
+            })
+        }
+        SNAPSHOT_FOOTER_TYPE => {
+            SnapshotFooterRecord::decode_exact(value, 0).map_err(control)?;
+            Ok(RaftRecord::SnapshotFooter)
         }
         record_type => Err(RecordsError::UnknownControlType {
             offset,

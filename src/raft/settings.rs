@@ -15,6 +15,9 @@
 //! | `controller.quorum.election.backoff.max.ms` | 1000 | |
 //! | `controller.quorum.request.timeout.ms` | 2000 | |
 //! | `controller.quorum.retry.backoff.ms` | 20 | |
+//! | `metadata.log.max.record.bytes.between.snapshots` | 20971520 | bytes appended after which the state machine is asked for a snapshot |
+//! | `metadata.log.max.snapshot.interval.ms` | 3600000 | time after which it is asked for one if anything was committed; 0 turns it off |
+//! | `metadata.max.retention.bytes` | 104857600 | once the log is larger, its start moves to the latest snapshot's end; -1 keeps everything |
 //!
 //! Every other key a broker knows is accepted and reported as having no effect on a
 //! controller (a stock Kafka `controller.properties` sets several); a key neither knows is an
@@ -28,7 +31,7 @@ use crate::broker::config::{
 };
 
 use super::core::RaftConfig;
-use super::driver::{parse_voters, NodeConfig};
+use super::driver::{parse_voters, NodeConfig, SnapshotConfig};
 use super::store::{METADATA_LOG_SEGMENT_BYTES_DEFAULT, METADATA_LOG_SEGMENT_BYTES_MIN};
 
 /// The keys a controller acts on.
@@ -48,6 +51,9 @@ pub const CONTROLLER_KEYS: &[&str] = &[
     "controller.quorum.election.backoff.max.ms",
     "controller.quorum.request.timeout.ms",
     "controller.quorum.retry.backoff.ms",
+    "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.max.snapshot.interval.ms",
+    "metadata.max.retention.bytes",
 ];
 
 /// A controller's configuration.
@@ -241,6 +247,31 @@ impl ControllerSettings {
             keys: "controller.quorum.*".into(),
             reason,
         })?;
+        let snapshot_defaults = SnapshotConfig::DEFAULT;
+        let snapshots = SnapshotConfig {
+            max_bytes_between_snapshots: v
+                .int(
+                    "metadata.log.max.record.bytes.between.snapshots",
+                    1,
+                    i64::MAX,
+                    snapshot_defaults.max_bytes_between_snapshots as i64,
+                )?
+                .unsigned_abs(),
+            max_snapshot_interval_ms: v
+                .int(
+                    "metadata.log.max.snapshot.interval.ms",
+                    0,
+                    i64::MAX,
+                    snapshot_defaults.max_snapshot_interval_ms as i64,
+                )?
+                .unsigned_abs(),
+            retention_bytes: v.int(
+                "metadata.max.retention.bytes",
+                -1,
+                i64::MAX,
+                snapshot_defaults.retention_bytes,
+            )?,
+        };
         Ok(ControllerSettings {
             node: NodeConfig {
                 node_id,
@@ -251,6 +282,7 @@ impl ControllerSettings {
                 raft,
                 cluster_id: None,
                 bugs: Default::default(),
+                snapshots,
             },
             listen,
             metadata_log_dir,
@@ -315,6 +347,14 @@ mod tests {
                 "controller.quorum.bootstrap.servers",
             ),
             ("no.such.key=1", "no.such.key"),
+            (
+                "metadata.max.retention.bytes=-2",
+                "metadata.max.retention.bytes",
+            ),
+            (
+                "metadata.log.max.record.bytes.between.snapshots=0",
+                "metadata.log.max.record.bytes.between.snapshots",
+            ),
             ("listeners=PLAINTEXT://localhost:9092", "listeners"),
         ];
         for (line, named) in cases {

@@ -8,6 +8,14 @@
 //! the core asks ([`RaftStore::sync`]) and reports how far, which is how a voter acknowledges
 //! only synced records under the default policy.
 //!
+//! Snapshots of the state machine live beside the segments ([`super::snapshot`]). The log
+//! starts past 0 only at the end of a snapshot it holds: retention moves the start to the
+//! latest snapshot's end ([`RaftStore::delete_before`], once the log outgrew
+//! `metadata.max.retention.bytes`), and a follower that installs a fetched snapshot restarts
+//! its log there ([`RaftStore::restart_at`]). At open, a snapshot reaching past the log end
+//! (a crash between installing a snapshot and restarting the log, or a power loss that took
+//! unsynced records a snapshot already covers) restarts the log at that snapshot's end.
+//!
 //! Invariants: what [`RaftStore::open`] reports is durable (recovery syncs what it scanned,
 //! and a clean shutdown flushed the rest); an append continues the log end exactly (the log
 //! refuses anything else); a truncation never runs during a sync (the log's sync lock), so a
@@ -25,8 +33,10 @@ use crate::rt::disk::{join, Disk};
 use super::election::ElectionState;
 use super::log_view::LogView;
 use super::message::Batch;
+use super::message::SnapshotId;
 use super::quorum_state::{self, QuorumStateError};
 use super::records::{self, RecordsError};
+use super::snapshot::{self, SnapshotFileError};
 
 /// The partition directory of the metadata log inside `metadata.log.dir`.
 pub const METADATA_PARTITION_DIR: &str = "__cluster_metadata-0";
@@ -50,6 +60,13 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
+    Snapshot(SnapshotFileError),
+    /// The log starts past 0 but no snapshot ends where it starts: what lies below the
+    /// start is nowhere (a snapshot file was removed by hand).
+    NoSnapshotAtStart {
+        dir: String,
+        log_start_offset: i64,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -59,6 +76,15 @@ impl std::fmt::Display for StoreError {
             StoreError::QuorumState(e) => write!(f, "{e}"),
             StoreError::Records { dir, source } => write!(f, "the metadata log in {dir}: {source}"),
             StoreError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
+            StoreError::Snapshot(e) => write!(f, "{e}"),
+            StoreError::NoSnapshotAtStart {
+                dir,
+                log_start_offset,
+            } => write!(
+                f,
+                "the metadata log in {dir} starts at offset {log_start_offset}, but no snapshot \
+                 ends there (no file {log_start_offset:020}-<epoch>.checkpoint)"
+            ),
         }
     }
 }
@@ -68,6 +94,12 @@ impl std::error::Error for StoreError {}
 impl From<LogError> for StoreError {
     fn from(e: LogError) -> Self {
         StoreError::Log(e)
+    }
+}
+
+impl From<SnapshotFileError> for StoreError {
+    fn from(e: SnapshotFileError) -> Self {
+        StoreError::Snapshot(e)
     }
 }
 
@@ -86,11 +118,15 @@ pub struct RaftStore {
     log: Arc<Log>,
 }
 
+/// What a replica resumes from, besides its log: the snapshots it holds, oldest first.
+pub type Snapshots = Vec<SnapshotId>;
+
 /// What a replica resumes from.
 pub struct Opened {
     pub store: RaftStore,
     pub election: ElectionState,
     pub log: LogView,
+    pub snapshots: Snapshots,
 }
 
 impl RaftStore {
@@ -122,13 +158,40 @@ impl RaftStore {
         };
         let log_dir = join(dir, METADATA_PARTITION_DIR);
         let (log, _report) = Log::open(disk.clone(), &log_dir, config, clock).await?;
+        let mut snapshots = snapshot::list(&disk, &log_dir).await?;
+        if let Some(latest) = snapshots.last().copied() {
+            if latest.end_offset > log.log_end_offset() {
+                tracing::info!(
+                    dir = %log_dir,
+                    snapshot_end_offset = latest.end_offset,
+                    log_end_offset = log.log_end_offset(),
+                    "raft: the latest snapshot reaches past the log end; restarting the log there"
+                );
+                log.truncate_fully_and_start_at(latest.end_offset).await?;
+            }
+        }
+        let start = log.log_start_offset().await;
+        if start > 0 && !snapshots.iter().any(|s| s.end_offset == start) {
+            return Err(StoreError::NoSnapshotAtStart {
+                dir: log_dir,
+                log_start_offset: start,
+            });
+        }
+        // Snapshots below the start serve no one.
+        let below: Vec<SnapshotId> = snapshots
+            .iter()
+            .copied()
+            .filter(|s| s.end_offset < start)
+            .collect();
+        snapshot::remove(&disk, &log_dir, &below).await?;
+        snapshots.retain(|s| s.end_offset >= start);
         let epochs =
             LeaderEpochCache::from_entries(log.epoch_entries().await).map_err(|reason| {
                 StoreError::Log(LogError::Config(format!(
                     "the leader-epoch cache of {log_dir}: {reason}"
                 )))
             })?;
-        let view = LogView::opened(log.log_start_offset().await, log.log_end_offset(), epochs);
+        let view = LogView::opened(start, log.log_end_offset(), epochs, &snapshots);
         Ok(Opened {
             store: RaftStore {
                 disk,
@@ -137,7 +200,68 @@ impl RaftStore {
             },
             election,
             log: view,
+            snapshots,
         })
+    }
+
+    /// The partition directory, which holds the snapshots.
+    pub fn log_dir(&self) -> &str {
+        self.log.dir()
+    }
+
+    pub fn disk(&self) -> &Disk {
+        &self.disk
+    }
+
+    /// Writes snapshot `id` of `records` durably; returns its size in bytes.
+    pub async fn write_snapshot(
+        &self,
+        id: SnapshotId,
+        records: &[Bytes],
+        timestamp_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let last_contained = self.last_timestamp_before(id.end_offset).await;
+        let bytes = snapshot::encode(id, records, last_contained, timestamp_ms);
+        Ok(snapshot::write(&self.disk, self.log.dir(), id, &bytes).await?)
+    }
+
+    /// The timestamp of the batch holding the record before `offset` (Kafka's
+    /// LastContainedLogTimestamp), or -1 where the log no longer holds it.
+    async fn last_timestamp_before(&self, offset: i64) -> i64 {
+        if offset <= 0 {
+            return -1;
+        }
+        let Ok(read) = self.log.read(offset - 1, 1, offset).await else {
+            return -1;
+        };
+        crate::protocol::record_batch::BatchHeader::parse(&read.records)
+            .map_or(-1, |header| header.max_timestamp)
+    }
+
+    /// The state machine's records in snapshot `id`.
+    pub async fn read_snapshot(&self, id: SnapshotId) -> Result<Vec<Bytes>, StoreError> {
+        Ok(snapshot::read(&self.disk, self.log.dir(), id).await?)
+    }
+
+    /// Moves the log start to `offset`, the end of the latest snapshot, deleting the
+    /// segments wholly below it; the bytes below it are synced first. Returns the start.
+    pub async fn delete_before(&self, offset: i64, high_watermark: i64) -> Result<i64, StoreError> {
+        Ok(self.log.delete_records(offset, high_watermark).await?)
+    }
+
+    /// Empties the log and restarts it at `offset` (a fetched snapshot's end).
+    pub async fn restart_at(&self, offset: i64) -> Result<(), StoreError> {
+        Ok(self.log.truncate_fully_and_start_at(offset).await?)
+    }
+
+    /// Removes the snapshots `ids`.
+    pub async fn remove_snapshots(&self, ids: &[SnapshotId]) -> Result<(), StoreError> {
+        Ok(snapshot::remove(&self.disk, self.log.dir(), ids).await?)
+    }
+
+    /// The log's size in bytes (what `metadata.max.retention.bytes` bounds).
+    pub async fn size_bytes(&self) -> u64 {
+        self.log.size_bytes().await
     }
 
     pub fn log(&self) -> &Arc<Log> {

@@ -1,5 +1,5 @@
 //! The core's messages as Kafka's requests and responses: Vote (52), BeginQuorumEpoch (53),
-//! EndQuorumEpoch (54) and Fetch (1) on the one partition of `__cluster_metadata` (topic id
+//! EndQuorumEpoch (54), Fetch (1) and FetchSnapshot (59) on the one partition of `__cluster_metadata` (topic id
 //! `AAAAAAAAAAAAAAAAAAAAAQ`, Kafka's fixed id for it), and the mapping of
 //! [`QuorumError`] to Kafka's error codes. Every version this side writes is the newest the
 //! codec has of each KRaft API (Fetch v17: replica state with directory ids, diverging epoch,
@@ -17,12 +17,16 @@ use crate::protocol::begin_quorum_epoch as bqe;
 use crate::protocol::end_quorum_epoch as eqe;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch;
+use crate::protocol::fetch_snapshot as fs;
 use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::vote;
 use crate::protocol::wire::{DecodeError, EncodeError, Uuid};
 
 use super::election::{LogPosition, ReplicaKey, VoteRequest};
-use super::message::{FetchRequest, FetchResponse, Message, QuorumError};
+use super::message::{
+    FetchRequest, FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, Message, QuorumError,
+    SnapshotId,
+};
 use super::records::{self, RecordsError};
 
 /// The metadata log's topic.
@@ -38,6 +42,7 @@ pub const FETCH_VERSION: i16 = 17;
 /// Fetch versions a KRaft fetch may come in: v12 brought the diverging epoch and the
 /// current leader that KRaft replication needs.
 pub const FETCH_VERSION_MIN: i16 = 12;
+pub const FETCH_SNAPSHOT_VERSION: i16 = 1;
 
 /// Why a request or response is not one the quorum can take.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,6 +125,8 @@ pub fn error_code(error: Option<QuorumError>) -> i16 {
         Some(QuorumError::UnknownLeaderEpoch) => ErrorCode::UNKNOWN_LEADER_EPOCH.0,
         Some(QuorumError::NotLeader) => ErrorCode::NOT_LEADER_OR_FOLLOWER.0,
         Some(QuorumError::InconsistentVoterSet) => ErrorCode::INCONSISTENT_VOTER_SET.0,
+        Some(QuorumError::SnapshotNotFound) => ErrorCode::SNAPSHOT_NOT_FOUND.0,
+        Some(QuorumError::PositionOutOfRange) => ErrorCode::POSITION_OUT_OF_RANGE.0,
     }
 }
 
@@ -132,6 +139,8 @@ pub fn quorum_error(code: i16) -> Result<Option<QuorumError>, ErrorCode> {
         ErrorCode::UNKNOWN_LEADER_EPOCH => Ok(Some(QuorumError::UnknownLeaderEpoch)),
         ErrorCode::NOT_LEADER_OR_FOLLOWER => Ok(Some(QuorumError::NotLeader)),
         ErrorCode::INCONSISTENT_VOTER_SET => Ok(Some(QuorumError::InconsistentVoterSet)),
+        ErrorCode::SNAPSHOT_NOT_FOUND => Ok(Some(QuorumError::SnapshotNotFound)),
+        ErrorCode::POSITION_OUT_OF_RANGE => Ok(Some(QuorumError::PositionOutOfRange)),
         other => Err(other),
     }
 }
@@ -175,6 +184,14 @@ fn only<'a, T>(api: &'static str, items: &'a [T]) -> Result<&'a T, WireError> {
         [one] => Ok(one),
         _ => Err(WireError::NotMetadataPartition { api }),
     }
+}
+
+/// The one partition a quorum request may name is `__cluster_metadata-0`.
+fn metadata_partition(api: &'static str, topic: &str, partition: i32) -> Result<(), WireError> {
+    if topic != METADATA_TOPIC || partition != METADATA_PARTITION {
+        return Err(WireError::NotMetadataPartition { api });
+    }
+    Ok(())
 }
 
 /// An outgoing request: its API key, version and body.
@@ -312,6 +329,28 @@ pub fn encode_request(
                 ..Default::default()
             },
         ),
+        Message::FetchSnapshot(request) => encode(
+            59,
+            FETCH_SNAPSHOT_VERSION,
+            &fs::FetchSnapshotRequest {
+                replica_id: NodeId(from.id),
+                max_bytes: i32::MAX,
+                topics: vec![fs::FetchSnapshotRequestTopic {
+                    name: METADATA_TOPIC.into(),
+                    partitions: vec![fs::FetchSnapshotRequestPartition {
+                        partition: METADATA_PARTITION,
+                        current_leader_epoch: LeaderEpoch(request.epoch),
+                        snapshot_id: fs::SnapshotId {
+                            end_offset: Offset(request.snapshot_id.end_offset),
+                            epoch: LeaderEpoch(request.snapshot_id.epoch),
+                        },
+                        position: request.position,
+                        replica_directory_id: Uuid(from.directory_id.unwrap_or([0; 16])),
+                    }],
+                }],
+                cluster_id,
+            },
+        ),
         other => Err(WireError::Invalid {
             api: "raft",
             reason: format!("{other:?} is not a request"),
@@ -343,9 +382,7 @@ pub fn decode_request(
             check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
-            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
-                return Err(WireError::NotMetadataPartition { api });
-            }
+            metadata_partition(api, &topic.topic_name, p.partition_index)?;
             let from = node_id(api, "ReplicaId", p.replica_id)?;
             epoch(api, "ReplicaEpoch", p.replica_epoch.0)?;
             if p.last_offset.0 < 0 || p.last_offset_epoch.0 < -1 {
@@ -379,9 +416,7 @@ pub fn decode_request(
             check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
-            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
-                return Err(WireError::NotMetadataPartition { api });
-            }
+            metadata_partition(api, &topic.topic_name, p.partition_index)?;
             let from = node_id(api, "LeaderId", p.leader_id)?;
             epoch(api, "LeaderEpoch", p.leader_epoch.0)?;
             Ok((
@@ -398,9 +433,7 @@ pub fn decode_request(
             check_cluster(api, &request.cluster_id)?;
             let topic = only(api, &request.topics)?;
             let p = only(api, &topic.partitions)?;
-            if topic.topic_name != METADATA_TOPIC || p.partition_index != METADATA_PARTITION {
-                return Err(WireError::NotMetadataPartition { api });
-            }
+            metadata_partition(api, &topic.topic_name, p.partition_index)?;
             let from = node_id(api, "LeaderId", p.leader_id)?;
             epoch(api, "LeaderEpoch", p.leader_epoch.0)?;
             let preferred_successors = if version >= 1 {
@@ -461,6 +494,42 @@ pub fn decode_request(
                     epoch: p.current_leader_epoch.0,
                     fetch_offset: p.fetch_offset.0,
                     last_fetched_epoch: p.last_fetched_epoch.0,
+                }),
+            ))
+        }
+        59 => {
+            let api = "FetchSnapshot";
+            let request = fs::FetchSnapshotRequest::decode_exact(body, version)?;
+            check_cluster(api, &request.cluster_id)?;
+            let topic = only(api, &request.topics)?;
+            let p = only(api, &topic.partitions)?;
+            metadata_partition(api, &topic.name, p.partition)?;
+            let from = node_id(api, "ReplicaId", request.replica_id)?;
+            epoch(api, "CurrentLeaderEpoch", p.current_leader_epoch.0)?;
+            if p.snapshot_id.end_offset.0 < 0 || p.snapshot_id.epoch.0 < 0 {
+                return Err(WireError::Invalid {
+                    api,
+                    reason: format!(
+                        "SnapshotId ({}, {}) names no snapshot",
+                        p.snapshot_id.end_offset.0, p.snapshot_id.epoch.0
+                    ),
+                });
+            }
+            let request_id = u64::from(u32::from_be_bytes(correlation_id.to_be_bytes()));
+            Ok((
+                from,
+                Message::FetchSnapshot(FetchSnapshotRequest {
+                    request_id,
+                    replica: ReplicaKey {
+                        id: from,
+                        directory_id: directory(p.replica_directory_id),
+                    },
+                    epoch: p.current_leader_epoch.0,
+                    snapshot_id: SnapshotId {
+                        end_offset: p.snapshot_id.end_offset.0,
+                        epoch: p.snapshot_id.epoch.0,
+                    },
+                    position: p.position,
                 }),
             ))
         }
@@ -580,6 +649,13 @@ pub fn encode_response(
                                 leader_id: leader_id(response.leader_id),
                                 leader_epoch: LeaderEpoch(response.epoch),
                             },
+                            snapshot_id: response.snapshot_id.map_or_else(
+                                fetch::SnapshotId::default,
+                                |id| fetch::SnapshotId {
+                                    end_offset: Offset(id.end_offset),
+                                    epoch: LeaderEpoch(id.epoch),
+                                },
+                            ),
                             ..Default::default()
                         }],
                     }],
@@ -587,6 +663,31 @@ pub fn encode_response(
                 },
             )
         }
+        Message::FetchSnapshotResponse(response) => encode_body(
+            version,
+            &fs::FetchSnapshotResponse {
+                error_code: 0,
+                topics: vec![fs::FetchSnapshotResponseTopic {
+                    name: METADATA_TOPIC.into(),
+                    partitions: vec![fs::FetchSnapshotResponsePartition {
+                        index: METADATA_PARTITION,
+                        error_code: error_code(response.error),
+                        snapshot_id: fs::SnapshotId {
+                            end_offset: Offset(response.snapshot_id.end_offset),
+                            epoch: LeaderEpoch(response.snapshot_id.epoch),
+                        },
+                        size: response.size,
+                        position: response.position,
+                        unaligned_records: Some(response.bytes.clone()),
+                        current_leader: fs::FetchSnapshotLeaderIdAndEpoch {
+                            leader_id: leader_id(response.leader_id),
+                            leader_epoch: LeaderEpoch(response.epoch),
+                        },
+                    }],
+                }],
+                ..Default::default()
+            },
+        ),
         other => Err(WireError::Invalid {
             api: "raft",
             reason: format!("{other:?} is not a response"),
@@ -621,6 +722,13 @@ pub fn error_response(api_key: i16, version: i16, code: ErrorCode) -> Result<Byt
         1 => encode_body(
             version,
             &fetch::FetchResponse {
+                error_code: code.0,
+                ..Default::default()
+            },
+        ),
+        59 => encode_body(
+            version,
+            &fs::FetchSnapshotResponse {
                 error_code: code.0,
                 ..Default::default()
             },
@@ -749,8 +857,40 @@ pub fn decode_response(
                     diverging,
                     read: None,
                     batches,
+                    snapshot_id: (p.snapshot_id.end_offset.0 >= 0 && p.snapshot_id.epoch.0 >= 0)
+                        .then_some(SnapshotId {
+                            end_offset: p.snapshot_id.end_offset.0,
+                            epoch: p.snapshot_id.epoch.0,
+                        }),
                 }),
                 raws,
+            ))
+        }
+        Message::FetchSnapshot(sent) => {
+            let api = "FetchSnapshot";
+            let response = fs::FetchSnapshotResponse::decode_exact(body, version)?;
+            if response.error_code != 0 {
+                return Err(bad_code(api, ErrorCode(response.error_code)));
+            }
+            let topic = only(api, &response.topics)?;
+            let p = only(api, &topic.partitions)?;
+            let error = quorum_error(p.error_code).map_err(|c| bad_code(api, c))?;
+            Ok((
+                Message::FetchSnapshotResponse(FetchSnapshotResponse {
+                    request_id: sent.request_id,
+                    error,
+                    epoch: p.current_leader.leader_epoch.0,
+                    leader_id: known_leader(p.current_leader.leader_id),
+                    snapshot_id: SnapshotId {
+                        end_offset: p.snapshot_id.end_offset.0,
+                        epoch: p.snapshot_id.epoch.0,
+                    },
+                    size: p.size,
+                    position: p.position,
+                    read: None,
+                    bytes: p.unaligned_records.clone().unwrap_or_default(),
+                }),
+                Vec::new(),
             ))
         }
         other => Err(WireError::Invalid {
@@ -847,6 +987,7 @@ mod tests {
             }),
             read: None,
             batches: Vec::new(),
+            snapshot_id: None,
         });
         let body = encode_response(&answer, FETCH_VERSION, Some(raw.clone())).expect("encodes");
         let (decoded, bytes) = decode_response(&request, FETCH_VERSION, body).expect("decodes");

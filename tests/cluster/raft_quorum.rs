@@ -79,6 +79,7 @@ impl Quorum {
             raft: TEST_RAFT,
             cluster_id: Some("test-cluster".into()),
             bugs: Default::default(),
+            snapshots: Default::default(),
         };
         let disk = Disk::real(self.dirs[&id].path()).expect("disk");
         let node = driver::start(config, disk, Clock::new(), listener)

@@ -1,0 +1,376 @@
+//! Snapshots of the state machine above the metadata log, as Kafka keeps them: one file per
+//! snapshot in the partition directory (`__cluster_metadata-0/`), named by its id,
+//! `<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`, holding record batches:
+//!
+//! | batch | records |
+//! |---|---|
+//! | the first | one control record, SnapshotHeaderRecord (type 3): version 0, LastContainedLogTimestamp |
+//! | then | the state machine's records, as data records (no key), at most [`SNAPSHOT_BATCH_RECORDS_MAX`] a batch |
+//! | the last | one control record, SnapshotFooterRecord (type 4): version 0 |
+//!
+//! Offsets in a snapshot count from 0; every batch carries the snapshot's epoch as its
+//! partition leader epoch; nothing is compressed.
+//!
+//! A snapshot is written to `<name>.checkpoint.part` and synced, then renamed and the
+//! directory synced (Kafka's `freeze`): a file with the final name is whole and durable, and
+//! a `.part` left by a crash is removed at the next open. A snapshot fetched from the leader
+//! is assembled the same way, chunk by chunk, and checked whole before it is renamed.
+//!
+//! Invariants: a `.checkpoint` file decodes to a header, data, then a footer, every batch
+//! CRC-checked and in the snapshot's epoch, with no byte after the footer; reading never
+//! panics on a file's bytes.
+
+use bytes::{Bytes, BytesMut};
+
+use crate::rt::disk::{join, Disk, File, OpenMode};
+
+use super::message::{Batch, RaftRecord, SnapshotId};
+use super::records::{self, RecordsError};
+
+/// The suffix of a whole snapshot.
+pub const SNAPSHOT_SUFFIX: &str = ".checkpoint";
+/// The suffix of a snapshot being written or fetched.
+pub const PARTIAL_SUFFIX: &str = ".checkpoint.part";
+/// Records in one data batch of a snapshot.
+pub const SNAPSHOT_BATCH_RECORDS_MAX: usize = 1024;
+/// Bytes of records in one data batch of a snapshot (a batch may exceed it by one record).
+pub const SNAPSHOT_BATCH_BYTES_MAX: usize = 256 << 10;
+
+#[derive(Debug)]
+pub enum SnapshotFileError {
+    Io {
+        op: &'static str,
+        path: String,
+        source: std::io::Error,
+    },
+    /// The file's bytes are not a snapshot.
+    Corrupt { path: String, reason: String },
+}
+
+impl std::fmt::Display for SnapshotFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SnapshotFileError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
+            SnapshotFileError::Corrupt { path, reason } => {
+                write!(f, "the snapshot {path} is not whole: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SnapshotFileError {}
+
+fn io(op: &'static str, path: &str) -> impl FnOnce(std::io::Error) -> SnapshotFileError {
+    let path = path.to_string();
+    move |source| SnapshotFileError::Io { op, path, source }
+}
+
+/// The file name of snapshot `id`.
+pub fn file_name(id: SnapshotId) -> String {
+    format!("{:020}-{:010}{SNAPSHOT_SUFFIX}", id.end_offset, id.epoch)
+}
+
+/// The id a whole snapshot's file name gives; `None` for any other name.
+pub fn parse_name(name: &str) -> Option<SnapshotId> {
+    let stem = name.strip_suffix(SNAPSHOT_SUFFIX)?;
+    let (offset, epoch) = stem.split_once('-')?;
+    if offset.len() != 20 || epoch.len() != 10 {
+        return None;
+    }
+    if !offset
+        .bytes()
+        .chain(epoch.bytes())
+        .all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(SnapshotId {
+        end_offset: offset.parse().ok()?,
+        epoch: epoch.parse().ok()?,
+    })
+}
+
+/// The whole snapshots in `dir`, oldest first; partial ones a crash left are removed.
+pub async fn list(disk: &Disk, dir: &str) -> Result<Vec<SnapshotId>, SnapshotFileError> {
+    let names = disk.list(dir).await.map_err(io("list", dir))?;
+    let mut ids = Vec::new();
+    for name in names {
+        if name.ends_with(PARTIAL_SUFFIX) {
+            let path = join(dir, &name);
+            disk.remove(&path).await.map_err(io("remove", &path))?;
+        } else if let Some(id) = parse_name(&name) {
+            ids.push(id);
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
+
+/// Removes the snapshots `ids` (older ones, once the log start has passed them).
+pub async fn remove(disk: &Disk, dir: &str, ids: &[SnapshotId]) -> Result<(), SnapshotFileError> {
+    for id in ids {
+        let path = join(dir, &file_name(*id));
+        match disk.remove(&path).await {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io("remove", &path)(e)),
+        }
+    }
+    if !ids.is_empty() {
+        disk.sync_dir(dir)
+            .await
+            .map_err(io("sync directory", dir))?;
+    }
+    Ok(())
+}
+
+/// The bytes of snapshot `id` holding `records`.
+pub fn encode(
+    id: SnapshotId,
+    records: &[Bytes],
+    last_contained_log_timestamp: i64,
+    timestamp_ms: i64,
+) -> Bytes {
+    let mut out = BytesMut::new();
+    let mut offset = 0i64;
+    let mut push = |records: Vec<RaftRecord>, out: &mut BytesMut| {
+        let batch = Batch {
+            base_offset: offset,
+            epoch: id.epoch,
+            records,
+        };
+        offset = batch.next_offset();
+        out.extend_from_slice(&records::encode_batch(&batch, timestamp_ms));
+    };
+    push(
+        vec![RaftRecord::SnapshotHeader {
+            last_contained_log_timestamp,
+        }],
+        &mut out,
+    );
+    let mut batch: Vec<RaftRecord> = Vec::new();
+    let mut batch_bytes = 0usize;
+    for record in records {
+        batch_bytes += record.len();
+        batch.push(RaftRecord::Data(record.clone()));
+        if batch.len() >= SNAPSHOT_BATCH_RECORDS_MAX || batch_bytes >= SNAPSHOT_BATCH_BYTES_MAX {
+            push(std::mem::take(&mut batch), &mut out);
+            batch_bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        push(batch, &mut out);
+    }
+    push(vec![RaftRecord::SnapshotFooter], &mut out);
+    out.freeze()
+}
+
+/// The state machine's records in the bytes of snapshot `id`, read from `path`.
+pub fn decode(id: SnapshotId, path: &str, bytes: Bytes) -> Result<Vec<Bytes>, SnapshotFileError> {
+    let corrupt = |reason: String| SnapshotFileError::Corrupt {
+        path: path.to_string(),
+        reason,
+    };
+    let len = bytes.len();
+    let batches = records::decode_batches_with_bytes(bytes)
+        .map_err(|e: RecordsError| corrupt(e.to_string()))?;
+    let whole: usize = batches.iter().map(|(_, raw)| raw.len()).sum();
+    if whole != len {
+        return Err(corrupt(format!(
+            "{} bytes after the last whole batch",
+            len - whole
+        )));
+    }
+    let mut records = Vec::new();
+    let mut next_offset = 0i64;
+    let last = batches.len().saturating_sub(1);
+    for (i, (batch, _)) in batches.into_iter().enumerate() {
+        if batch.epoch != id.epoch {
+            return Err(corrupt(format!(
+                "the batch at {} is of epoch {}, the snapshot's is {}",
+                batch.base_offset, batch.epoch, id.epoch
+            )));
+        }
+        if batch.base_offset != next_offset {
+            return Err(corrupt(format!(
+                "the batch at {} where {next_offset} was due",
+                batch.base_offset
+            )));
+        }
+        next_offset = batch.next_offset();
+        let header = matches!(batch.records[..], [RaftRecord::SnapshotHeader { .. }]);
+        let footer = matches!(batch.records[..], [RaftRecord::SnapshotFooter]);
+        match (i == 0, i == last) {
+            (true, _) if !header => return Err(corrupt("it does not open with a header".into())),
+            (false, true) if !footer => {
+                return Err(corrupt("it does not end with a footer".into()))
+            }
+            (true, true) => return Err(corrupt("it has no footer".into())),
+            (true, false) | (false, true) => {}
+            (false, false) => {
+                for record in batch.records {
+                    match record {
+                        RaftRecord::Data(value) => records.push(value),
+                        other => {
+                            return Err(corrupt(format!(
+                                "a control record {other:?} among the data"
+                            )))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if next_offset == 0 {
+        return Err(corrupt("it is empty".into()));
+    }
+    Ok(records)
+}
+
+/// Writes snapshot `id` durably into `dir` (see the module docs); returns its size.
+pub async fn write(
+    disk: &Disk,
+    dir: &str,
+    id: SnapshotId,
+    bytes: &[u8],
+) -> Result<u64, SnapshotFileError> {
+    let name = file_name(id);
+    let partial = join(dir, &format!("{name}.part"));
+    let file = disk
+        .open(&partial, OpenMode::Truncate)
+        .await
+        .map_err(io("create", &partial))?;
+    file.write_at(0, bytes)
+        .await
+        .map_err(io("write", &partial))?;
+    freeze(disk, dir, id, file).await?;
+    Ok(bytes.len() as u64)
+}
+
+/// Opens the partial file of a snapshot being fetched, empty.
+pub async fn begin_fetch(
+    disk: &Disk,
+    dir: &str,
+    id: SnapshotId,
+) -> Result<File, SnapshotFileError> {
+    let partial = join(dir, &format!("{}.part", file_name(id)));
+    disk.open(&partial, OpenMode::Truncate)
+        .await
+        .map_err(io("create", &partial))
+}
+
+/// Makes a written or fetched partial snapshot whole: checks that it decodes, syncs it,
+/// renames it to its final name and syncs the directory.
+pub async fn freeze(
+    disk: &Disk,
+    dir: &str,
+    id: SnapshotId,
+    file: File,
+) -> Result<(), SnapshotFileError> {
+    let partial = file.path().to_string();
+    let len = file.len().await.map_err(io("size", &partial))?;
+    let len = usize::try_from(len).map_err(|_| SnapshotFileError::Corrupt {
+        path: partial.clone(),
+        reason: format!("{len} bytes"),
+    })?;
+    let bytes = file.read_at(0, len).await.map_err(io("read", &partial))?;
+    if let Err(e) = decode(id, &partial, bytes) {
+        // Nothing of it is kept: a fetch starts over.
+        drop(file);
+        let _ = disk.remove(&partial).await;
+        return Err(e);
+    }
+    file.sync().await.map_err(io("sync", &partial))?;
+    drop(file);
+    let path = join(dir, &file_name(id));
+    disk.rename(&partial, &path)
+        .await
+        .map_err(io("rename", &partial))?;
+    disk.sync_dir(dir).await.map_err(io("sync directory", dir))
+}
+
+/// The state machine's records in snapshot `id`.
+pub async fn read(disk: &Disk, dir: &str, id: SnapshotId) -> Result<Vec<Bytes>, SnapshotFileError> {
+    let path = join(dir, &file_name(id));
+    let bytes = disk.read_file(&path).await.map_err(io("read", &path))?;
+    decode(id, &path, bytes)
+}
+
+/// A chunk of snapshot `id` from `position`, at most `max_bytes`, and the snapshot's size;
+/// `None` when the snapshot is gone. The chunk is empty at or past the end.
+pub async fn read_chunk(
+    disk: &Disk,
+    dir: &str,
+    id: SnapshotId,
+    position: u64,
+    max_bytes: usize,
+) -> Result<Option<(u64, Bytes)>, SnapshotFileError> {
+    let path = join(dir, &file_name(id));
+    let file = match disk.open(&path, OpenMode::Existing).await {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("open", &path)(e)),
+    };
+    let size = file.len().await.map_err(io("size", &path))?;
+    if position >= size {
+        return Ok(Some((size, Bytes::new())));
+    }
+    let bytes = file
+        .read_at(position, max_bytes)
+        .await
+        .map_err(io("read", &path))?;
+    Ok(Some((size, bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id() -> SnapshotId {
+        SnapshotId {
+            end_offset: 1234,
+            epoch: 7,
+        }
+    }
+
+    #[test]
+    fn names_are_kafkas() {
+        assert_eq!(
+            file_name(id()),
+            "00000000000000001234-0000000007.checkpoint"
+        );
+        assert_eq!(parse_name(&file_name(id())), Some(id()));
+        for other in [
+            "00000000000000001234-0000000007.checkpoint.part",
+            "leader-epoch-checkpoint",
+            "0000000000000001234-0000000007.checkpoint",
+            "0000000000000000123x-0000000007.checkpoint",
+        ] {
+            assert_eq!(parse_name(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn a_snapshot_round_trips_and_its_damage_is_named() {
+        let records: Vec<Bytes> = (0..2500u32)
+            .map(|i| Bytes::from(i.to_le_bytes().to_vec()))
+            .collect();
+        let bytes = encode(id(), &records, 99, 100);
+        assert_eq!(decode(id(), "s", bytes.clone()).expect("decodes"), records);
+        let empty = encode(id(), &[], 99, 100);
+        assert!(decode(id(), "s", empty).expect("decodes").is_empty());
+        let cut = bytes.slice(..bytes.len() - 3);
+        let error = decode(id(), "s", cut).expect_err("cut");
+        assert!(
+            error.to_string().contains("after the last whole batch"),
+            "{error}"
+        );
+        let other_epoch = SnapshotId { epoch: 8, ..id() };
+        let error = decode(other_epoch, "s", bytes.clone()).expect_err("epoch");
+        assert!(error.to_string().contains("epoch 7"), "{error}");
+        let mut flipped = bytes.to_vec();
+        let at = flipped.len() / 2;
+        flipped[at] ^= 0x40;
+        assert!(decode(id(), "s", Bytes::from(flipped)).is_err());
+    }
+}
