@@ -1,7 +1,9 @@
 //! A metadata quorum of three replicas on real sockets and real files: a leader is elected,
 //! what it commits reaches every replica with the same bytes, a new leader takes over when
 //! the leader stops, the stopped replica catches up when it comes back (its log reopened
-//! from disk), and DescribeQuorum answers over the wire.
+//! from disk), a replica that was down while the others snapshotted and moved their log
+//! start catches up by fetching the leader's snapshot, and DescribeQuorum answers over the
+//! wire.
 //!
 //! Real sockets and files exist only without the `sim` feature.
 #![cfg(not(feature = "sim"))]
@@ -18,7 +20,7 @@ use samsa::protocol::describe_quorum::{
 use samsa::protocol::types::{LeaderEpoch, NodeId};
 use samsa::protocol::vote::{VoteRequest, VoteRequestPartition, VoteRequestTopic, VoteResponse};
 use samsa::raft::core::RaftConfig;
-use samsa::raft::driver::{self, NodeConfig, RaftNode};
+use samsa::raft::driver::{self, DriverError, NodeConfig, RaftNode, SnapshotConfig};
 use samsa::raft::message::RaftRecord;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::Disk;
@@ -41,10 +43,16 @@ struct Quorum {
     voters: BTreeMap<i32, String>,
     listeners: BTreeMap<i32, Option<TcpListener>>,
     nodes: BTreeMap<i32, RaftNode>,
+    snapshots: SnapshotConfig,
+    segment_bytes: u64,
 }
 
 impl Quorum {
     async fn new(size: i32) -> Quorum {
+        Quorum::with_snapshots(size, SnapshotConfig::DEFAULT, 1 << 20).await
+    }
+
+    async fn with_snapshots(size: i32, snapshots: SnapshotConfig, segment_bytes: u64) -> Quorum {
         let mut voters = BTreeMap::new();
         let mut listeners = BTreeMap::new();
         let mut dirs = BTreeMap::new();
@@ -59,6 +67,8 @@ impl Quorum {
             voters,
             listeners,
             nodes: BTreeMap::new(),
+            snapshots,
+            segment_bytes,
         };
         for id in 1..=size {
             quorum.start(id).await;
@@ -75,11 +85,11 @@ impl Quorum {
             node_id: id,
             voters: self.voters.clone(),
             metadata_log_dir: "metadata".into(),
-            segment_bytes: 1 << 20,
+            segment_bytes: self.segment_bytes,
             raft: TEST_RAFT,
             cluster_id: Some("test-cluster".into()),
             bugs: Default::default(),
-            snapshots: Default::default(),
+            snapshots: self.snapshots,
         };
         let disk = Disk::real(self.dirs[&id].path()).expect("disk");
         let node = driver::start(config, disk, Clock::new(), listener)
@@ -143,8 +153,13 @@ impl Quorum {
 
     /// The data records committed on `id`, in order.
     async fn committed(&self, id: i32) -> Vec<Bytes> {
+        self.committed_from(id, 0).await
+    }
+
+    /// The data records committed on `id` from `offset` on, in order.
+    async fn committed_from(&self, id: i32, offset: i64) -> Vec<Bytes> {
         let handle = &self.nodes[&id].handle;
-        let mut offset = 0;
+        let mut offset = offset;
         let mut out = Vec::new();
         loop {
             let batches = handle.read_committed(offset, 1 << 16).await.expect("reads");
@@ -229,6 +244,110 @@ async fn three_replicas_elect_replicate_fail_over_and_catch_up() {
             "replicas hold different bytes"
         );
     }
+}
+
+fn snapshot_files(dir: &std::path::Path) -> Vec<String> {
+    let dir = dir.join("metadata").join("__cluster_metadata-0");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("the metadata log directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".checkpoint"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_behind_the_log_start_catches_up_from_the_leaders_snapshot() {
+    // Small segments, a snapshot due after 4 KiB, and a log kept to 1 byte past the latest
+    // snapshot: every snapshot moves the log start.
+    let snapshots = SnapshotConfig {
+        max_bytes_between_snapshots: 4 << 10,
+        max_snapshot_interval_ms: 0,
+        retention_bytes: 1,
+    };
+    let mut quorum = Quorum::with_snapshots(3, snapshots, 8 << 10).await;
+    let leader = quorum.leader().await;
+    let absent = (1..=3).find(|id| *id != leader).expect("a follower");
+    quorum.commit("a", 20).await;
+    quorum.stop(absent).await;
+    let last = quorum.commit("b", 200).await;
+
+    // The state machine (here: the list of values) snapshots on the running replicas.
+    let mut expected: Vec<Bytes> = (0..20).map(|i| Bytes::from(format!("a-{i}"))).collect();
+    expected.extend((0..200).map(|i| Bytes::from(format!("b-{i}"))));
+    let end = last + 1;
+    for (id, node) in &quorum.nodes {
+        let status = node.handle.status();
+        assert!(status.snapshot_due, "node {id}: 4 KiB appended: {status:?}");
+        let id_made = node
+            .handle
+            .create_snapshot(end, expected.clone())
+            .await
+            .expect("the driver runs")
+            .unwrap_or_else(|e| panic!("node {id}: the snapshot is refused: {e}"));
+        assert_eq!(id_made.end_offset, end);
+        let status = node.handle.status();
+        assert_eq!(status.snapshot, Some(id_made), "node {id}");
+        assert_eq!(
+            status.log_start_offset, end,
+            "node {id}: retention moved the start"
+        );
+        assert!(!status.snapshot_due, "node {id}: {status:?}");
+        assert!(matches!(
+            node.handle.read_committed(0, 1 << 16).await,
+            Err(DriverError::BelowLogStart { log_start_offset }) if log_start_offset == end
+        ));
+        let refused = node.handle.create_snapshot(end, Vec::new()).await;
+        assert!(
+            matches!(refused, Ok(Err(_))),
+            "node {id}: a second snapshot at the same offset: {refused:?}"
+        );
+    }
+    let name = format!(
+        "{end:020}-{:010}.checkpoint",
+        quorum.nodes[&leader].handle.status().epoch
+    );
+    assert_eq!(
+        snapshot_files(quorum.dirs[&leader].path()),
+        vec![name.clone()]
+    );
+
+    // The absent replica's log ends below every log start: it fetches the snapshot.
+    quorum.start(absent).await;
+    let more = quorum.commit("c", 5).await;
+    expected.extend((0..5).map(|i| Bytes::from(format!("c-{i}"))));
+    let handle = quorum.nodes[&absent].handle.clone();
+    handle
+        .wait_for(WAIT, |s| s.high_watermark > more)
+        .await
+        .expect("the absent replica catches up");
+    let status = handle.status();
+    assert_eq!(status.log_start_offset, end, "{status:?}");
+    assert_eq!(snapshot_files(quorum.dirs[&absent].path()), vec![name]);
+    let (id, records) = handle
+        .latest_snapshot()
+        .await
+        .expect("reads")
+        .expect("a snapshot");
+    assert_eq!(id.end_offset, end);
+    let mut state = records;
+    state.extend(quorum.committed_from(absent, end).await);
+    assert_eq!(
+        state, expected,
+        "snapshot plus log gives the leader's state"
+    );
+
+    // It reopens from its own directory with the snapshot as its start.
+    quorum.stop(absent).await;
+    quorum.start(absent).await;
+    let handle = quorum.nodes[&absent].handle.clone();
+    handle
+        .wait_for(WAIT, |s| s.high_watermark > more)
+        .await
+        .expect("the restarted replica catches up");
+    assert_eq!(handle.status().log_start_offset, end);
+    assert_eq!(quorum.committed_from(absent, end).await, expected[220..]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
