@@ -132,8 +132,26 @@ impl LogView {
         }
     }
 
-    /// Where `epoch` ends in this log (Kafka's `endOffsetForEpoch`).
+    /// Where `epoch` ends in this log (Kafka's `endOffsetForEpoch`). Below the log start only
+    /// the snapshot's epoch is known (the epoch cache's first entry was moved up to the
+    /// start): an older epoch cannot be placed, and any epoch from the snapshot's up to the
+    /// cache's first ends at the start (Kafka's `KafkaMetadataLog.endOffsetForEpoch` answers
+    /// with the snapshot's id there). The cache alone would claim that an epoch older than
+    /// its first ends at the start, which a fetcher holding other records of that epoch
+    /// below the start would take for agreement.
     pub fn end_offset_for_epoch(&self, epoch: i32) -> EpochEnd {
+        if let Some(start_epoch) = self.start_epoch.filter(|_| self.start_offset > 0) {
+            if epoch < start_epoch {
+                return EpochEnd::UNDEFINED;
+            }
+            let first = self.epochs.entries().first().map(|e| e.epoch);
+            if first.is_none_or(|first| epoch < first) {
+                return EpochEnd {
+                    epoch: start_epoch,
+                    end_offset: self.start_offset,
+                };
+            }
+        }
         self.epochs.end_offset_for(epoch, self.end_offset)
     }
 
@@ -301,6 +319,39 @@ mod tests {
         assert_eq!(view.synced_offset(), 9);
         view.truncate_to(0);
         assert_eq!(view.last_epoch(), 0);
+    }
+
+    #[test]
+    fn below_the_log_start_only_the_snapshots_epoch_is_known() {
+        // Epoch 2 held 0..4, epoch 3 holds 4..10; the log start moves to a snapshot at 6.
+        let mut view = LogView::empty();
+        view.append(0, 4, 2);
+        view.append(4, 10, 3);
+        view.synced(10, view.generation());
+        view.snapshot_created(SnapshotId {
+            end_offset: 6,
+            epoch: 3,
+        });
+        view.advance_start(6);
+        // Epoch 2 ended at 4, below the start: it cannot be placed (not "ends at 6", which a
+        // fetcher holding epoch-2 records up to 6 would take for agreement).
+        assert_eq!(view.end_offset_for_epoch(2), EpochEnd::UNDEFINED);
+        assert_eq!(view.end_offset_for_epoch(3).end_offset, 10);
+        // A fetched snapshot at 20 of epoch 5 leaves an empty log starting there.
+        view.install_snapshot(SnapshotId {
+            end_offset: 20,
+            epoch: 5,
+        });
+        assert_eq!(view.end_offset_for_epoch(3), EpochEnd::UNDEFINED);
+        let at_start = EpochEnd {
+            epoch: 5,
+            end_offset: 20,
+        };
+        assert_eq!(view.end_offset_for_epoch(5), at_start);
+        assert_eq!(view.end_offset_for_epoch(6), at_start);
+        view.append(20, 25, 7);
+        assert_eq!(view.end_offset_for_epoch(6), at_start);
+        assert_eq!(view.end_offset_for_epoch(7).end_offset, 25);
     }
 
     #[test]

@@ -90,20 +90,23 @@ pub fn parse_name(name: &str) -> Option<SnapshotId> {
     })
 }
 
-/// The whole snapshots in `dir`, oldest first; partial ones a crash left are removed.
+/// The whole snapshots in `dir`, oldest first.
 pub async fn list(disk: &Disk, dir: &str) -> Result<Vec<SnapshotId>, SnapshotFileError> {
     let names = disk.list(dir).await.map_err(io("list", dir))?;
-    let mut ids = Vec::new();
-    for name in names {
-        if name.ends_with(PARTIAL_SUFFIX) {
-            let path = join(dir, &name);
-            disk.remove(&path).await.map_err(io("remove", &path))?;
-        } else if let Some(id) = parse_name(&name) {
-            ids.push(id);
-        }
-    }
+    let mut ids: Vec<SnapshotId> = names.iter().filter_map(|n| parse_name(n)).collect();
     ids.sort();
     Ok(ids)
+}
+
+/// Removes the partial snapshots a crash left in `dir` (only when the replica opens: while
+/// it runs, a `.part` file is a fetch in progress).
+pub async fn remove_partial(disk: &Disk, dir: &str) -> Result<(), SnapshotFileError> {
+    let names = disk.list(dir).await.map_err(io("list", dir))?;
+    for name in names.iter().filter(|n| n.ends_with(PARTIAL_SUFFIX)) {
+        let path = join(dir, name);
+        disk.remove(&path).await.map_err(io("remove", &path))?;
+    }
+    Ok(())
 }
 
 /// Removes the snapshots `ids` (older ones, once the log start has passed them).

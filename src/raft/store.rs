@@ -158,6 +158,7 @@ impl RaftStore {
         };
         let log_dir = join(dir, METADATA_PARTITION_DIR);
         let (log, _report) = Log::open(disk.clone(), &log_dir, config, clock).await?;
+        snapshot::remove_partial(&disk, &log_dir).await?;
         let mut snapshots = snapshot::list(&disk, &log_dir).await?;
         if let Some(latest) = snapshots.last().copied() {
             if latest.end_offset > log.log_end_offset() {
