@@ -984,6 +984,15 @@ fn quorum_checkers_fire_on_planted_bugs() {
             },
             "truncated-committed",
         ),
+        (
+            "snapshot_short_of_its_state",
+            3,
+            RaftBugs {
+                snapshot_short_of_its_state: true,
+                ..RaftBugs::default()
+            },
+            "snapshot-diverge",
+        ),
     ];
     for (name, voters, bugs, anomaly) in cases {
         let mut options = quorum::QuorumOptions {
@@ -1036,6 +1045,13 @@ fn quorum_bug_rates() {
             "truncate_below_committed",
             RaftBugs {
                 truncate_below_committed: true,
+                ..RaftBugs::default()
+            },
+        ),
+        (
+            "snapshot_short_of_its_state",
+            RaftBugs {
+                snapshot_short_of_its_state: true,
                 ..RaftBugs::default()
             },
         ),

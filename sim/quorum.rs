@@ -13,8 +13,14 @@
 //! within a budget per seed. Then a healing phase: every link restored, every node up; the
 //! quorum must converge and elect a leader.
 //!
+//! Snapshots are small and frequent: the register's state machine hands the driver its state
+//! (the value and the chain of the entries it applied) whenever a snapshot is due, the log
+//! start follows the latest snapshot past a few KiB of log, and a voter that was down or cut
+//! off for a second or more comes back below every log start and catches up by FetchSnapshot.
+//!
 //! Judged by `samsa_spec::quorum` (election safety, epochs, committed prefix, truncation,
-//! convergence) over the nodes' reported events and their logs read at the end, and by
+//! convergence, snapshots by their chains) over the nodes' reported events and their logs
+//! and latest snapshots read at the end, and by
 //! `samsa_spec::register` (linearizability) over the clients' operations and the committed
 //! log.
 
@@ -28,13 +34,15 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use samsa::raft::core::{RaftBugs, RaftConfig, RaftEvent};
-use samsa::raft::driver::{self, EventSink, NodeConfig, RaftHandle};
+use samsa::raft::driver::{self, DriverError, EventSink, NodeConfig, RaftHandle, SnapshotConfig};
 use samsa::raft::message::RaftRecord;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, Disk, MemDisk};
 use samsa::rt::net::TcpListener;
 use samsa::rt::time::{self, Duration, Instant};
-use samsa_spec::quorum::{self, Entry, QuorumEnd, QuorumEvent, QuorumHistory};
+use samsa_spec::quorum::{
+    self, chain_step, Entry, QuorumEnd, QuorumEvent, QuorumHistory, CHAIN_START,
+};
 use samsa_spec::register::{self, ClientOp, Outcome, RegisterOp, RegisterResult};
 
 /// The controller listener's port on every voter.
@@ -66,7 +74,18 @@ pub struct QuorumOptions {
     pub bugs: RaftBugs,
     /// Disk sync latency range (microseconds).
     pub disk_sync_us: (u64, u64),
+    /// When the state machines snapshot and how much log is kept behind a snapshot.
+    pub snapshots: SnapshotConfig,
+    pub segment_bytes: u64,
 }
+
+/// Snapshots every 16 KiB of log, a log start that follows them past 8 KiB: a few dozen
+/// per seed, and a voter away for a second falls below every log start.
+pub const SIM_SNAPSHOTS: SnapshotConfig = SnapshotConfig {
+    max_bytes_between_snapshots: 16 << 10,
+    max_snapshot_interval_ms: 0,
+    retention_bytes: 8 << 10,
+};
 
 impl QuorumOptions {
     pub fn new(voters: i32) -> QuorumOptions {
@@ -80,6 +99,8 @@ impl QuorumOptions {
             raft: RaftConfig::DEFAULT,
             bugs: RaftBugs::default(),
             disk_sync_us: (200, 3_000),
+            snapshots: SIM_SNAPSHOTS,
+            segment_bytes: 16 << 10,
         }
     }
 }
@@ -108,6 +129,8 @@ struct Shared {
     /// operation id there and its result.
     applied: Mutex<BTreeMap<AppliedAt, (u64, RegisterResult)>>,
     next_op: AtomicU64,
+    /// Snapshots fetched from a leader and installed.
+    installs: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -132,20 +155,25 @@ pub struct QuorumOutcome {
     pub ops_ok: usize,
     pub committed: i64,
     pub simulated_ms: u64,
+    /// Snapshots the state machines made or loaded, and those fetched from a leader.
+    pub snapshots: usize,
+    pub installs: u64,
 }
 
 impl QuorumOutcome {
     /// Everything a run decided, for comparing two runs of one seed.
     pub fn fingerprint(&self) -> String {
         format!(
-            "{:?} {:?} {} {} {} {} {}",
+            "{:?} {:?} {} {} {} {} {} {} {}",
             self.anomalies,
             self.nemesis,
             self.elections,
             self.ops,
             self.ops_ok,
             self.committed,
-            self.simulated_ms
+            self.simulated_ms,
+            self.snapshots,
+            self.installs
         )
     }
 }
@@ -173,11 +201,11 @@ async fn voter(
         node_id: id,
         voters: voters_text(options.voters),
         metadata_log_dir: "metadata".into(),
-        segment_bytes: 64 << 10,
+        segment_bytes: options.segment_bytes,
         raft: options.raft,
         cluster_id: Some("sim".into()),
         bugs: options.bugs,
-        snapshots: Default::default(),
+        snapshots: options.snapshots,
     };
     let sink: EventSink = {
         let shared = shared.clone();
@@ -190,9 +218,11 @@ async fn voter(
                     to,
                     high_watermark,
                 },
-                // The suites keep every log whole (their snapshot settings never
-                // fire), so a loaded snapshot is not yet an event of the spec.
-                RaftEvent::SnapshotLoaded { .. } => return,
+                // The state machine reports the snapshot it loads, with its chain.
+                RaftEvent::SnapshotLoaded { .. } => {
+                    shared.installs.fetch_add(1, Ordering::AcqRel);
+                    return;
+                }
             };
             shared.push(event)
         })
@@ -205,15 +235,39 @@ async fn voter(
     };
     let handle = node.handle.clone();
     lock(&shared.handles).insert(id, (incarnation, handle.clone()));
-    // The state machine: apply the committed log in order.
+    // The state machine: apply the committed log in order, from the latest snapshot where
+    // the log starts past what it applied.
     let mut applied = 0i64;
     let mut value: Option<u64> = None;
+    let mut chain = CHAIN_START;
     loop {
         let _ = handle
-            .wait_for(Duration::from_millis(200), |s| s.high_watermark > applied)
+            .wait_for(Duration::from_millis(200), |s| {
+                s.high_watermark > applied || s.log_start_offset > applied
+            })
             .await;
         let batches = match handle.read_committed(applied, APPLY_READ_BYTES).await {
             Ok(batches) => batches,
+            Err(DriverError::BelowLogStart { .. }) => {
+                let (snapshot, records) = match handle.latest_snapshot().await {
+                    Ok(Some(latest)) => latest,
+                    Ok(None) => panic!("voter {id}: a log start past {applied} with no snapshot"),
+                    Err(e) => panic!("voter {id}: reading the latest snapshot: {e}"),
+                };
+                let Some((loaded, loaded_chain)) = records.first().and_then(|r| decode_state(r))
+                else {
+                    panic!("voter {id}: snapshot {snapshot:?} holds no register state");
+                };
+                value = loaded;
+                chain = loaded_chain;
+                applied = snapshot.end_offset;
+                shared.push(QuorumEvent::Snapshot {
+                    node: id,
+                    end_offset: applied,
+                    chain,
+                });
+                continue;
+            }
             Err(e) => panic!("voter {id}: reading the committed log: {e}"),
         };
         for batch in batches {
@@ -223,14 +277,16 @@ async fn voter(
                     continue;
                 }
                 assert_eq!(offset, applied, "voter {id}: the committed log has a hole");
+                let entry = Entry {
+                    epoch: batch.epoch,
+                    digest: record.digest(offset),
+                };
                 shared.push(QuorumEvent::Committed {
                     node: id,
                     offset,
-                    entry: Entry {
-                        epoch: batch.epoch,
-                        digest: record.digest(offset),
-                    },
+                    entry,
                 });
+                chain = chain_step(chain, entry);
                 if let RaftRecord::Data(bytes) = record {
                     if let Some((op_id, op)) = RegisterOp::decode(bytes) {
                         let (next, result) = register::apply(value, op);
@@ -241,7 +297,41 @@ async fn voter(
                 applied = offset + 1;
             }
         }
+        if handle.status().snapshot_due {
+            match handle
+                .create_snapshot(applied, vec![encode_state(value, chain)])
+                .await
+            {
+                Ok(Ok(made)) => shared.push(QuorumEvent::Snapshot {
+                    node: id,
+                    end_offset: made.end_offset,
+                    chain,
+                }),
+                // Not newer than the latest, or not committed here yet: later.
+                Ok(Err(_)) => {}
+                Err(e) => panic!("voter {id}: the driver stopped: {e}"),
+            }
+        }
     }
+}
+
+/// The register's snapshot: the value (a flag and 8 bytes) and the chain (8 bytes).
+fn encode_state(value: Option<u64>, chain: u64) -> Bytes {
+    let mut out = Vec::with_capacity(17);
+    out.push(u8::from(value.is_some()));
+    out.extend_from_slice(&value.unwrap_or(0).to_be_bytes());
+    out.extend_from_slice(&chain.to_be_bytes());
+    Bytes::from(out)
+}
+
+fn decode_state(bytes: &[u8]) -> Option<(Option<u64>, u64)> {
+    let (flag, rest) = bytes.split_first()?;
+    let value = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    let chain = u64::from_be_bytes(rest.get(8..16)?.try_into().ok()?);
+    if rest.len() != 16 || *flag > 1 {
+        return None;
+    }
+    Some(((*flag == 1).then_some(value), chain))
 }
 
 /// A client: proposes register operations to the voter it believes leads.
@@ -724,10 +814,18 @@ async fn judge(
     for (id, handle) in &handles {
         let status = handle.status();
         let mut records = Vec::new();
-        let mut offset = 0;
+        let mut start = status.log_start_offset;
+        let mut offset = start;
         loop {
             let batches = match handle.read_log(offset, 1 << 20).await {
                 Ok(batches) => batches,
+                // Retention moved the start meanwhile: read again from there.
+                Err(DriverError::BelowLogStart { log_start_offset }) => {
+                    records.clear();
+                    start = log_start_offset;
+                    offset = start;
+                    continue;
+                }
                 Err(e) => panic!("voter {id}: reading its log at the end: {e}"),
             };
             if batches.is_empty() {
@@ -753,6 +851,17 @@ async fn judge(
                 })
                 .collect(),
         );
+        end.log_starts.insert(*id, start);
+        match handle.latest_snapshot().await {
+            Ok(Some((snapshot, state))) => {
+                let Some((_, chain)) = state.first().and_then(|r| decode_state(r)) else {
+                    panic!("voter {id}: snapshot {snapshot:?} holds no register state");
+                };
+                end.snapshots.insert(*id, (snapshot.end_offset, chain));
+            }
+            Ok(None) => {}
+            Err(e) => panic!("voter {id}: reading its latest snapshot at the end: {e}"),
+        }
         end.high_watermarks.insert(*id, status.high_watermark);
         if status.is_leader {
             end.leaders.push((*id, status.epoch));
@@ -778,19 +887,25 @@ async fn judge(
             .map(ToString::to_string),
     );
     let committed = best.map_or(0, |(_, hw, _)| hw);
-    let committed_ops: Vec<u64> = best
-        .and_then(|(_, hw, id)| logs.get(&id).map(|records| (hw, records)))
-        .map(|(hw, records)| {
-            records
-                .iter()
-                .filter(|(at, _, _)| *at < hw)
-                .filter_map(|(_, _, record)| match record {
-                    RaftRecord::Data(bytes) => RegisterOp::decode(bytes).map(|(id, _)| id),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    // The committed operations in log order: what the state machines applied (below the
+    // log starts too: each offset below a snapshot was applied by the voter that made the
+    // first snapshot past it), then what the best log holds below its high watermark.
+    let mut by_offset: BTreeMap<i64, u64> = BTreeMap::new();
+    for ((_, _, offset), (op_id, _)) in lock(&shared.applied).iter() {
+        if *offset < committed {
+            by_offset.entry(*offset).or_insert(*op_id);
+        }
+    }
+    if let Some(records) = best.and_then(|(_, _, id)| logs.get(&id)) {
+        for (at, _, record) in records.iter().filter(|(at, _, _)| *at < committed) {
+            if let RaftRecord::Data(bytes) = record {
+                if let Some((op_id, _)) = RegisterOp::decode(bytes) {
+                    by_offset.entry(*at).or_insert(op_id);
+                }
+            }
+        }
+    }
+    let committed_ops: Vec<u64> = by_offset.into_values().collect();
     let ops = lock(&shared.ops).clone();
     anomalies.extend(
         register::check(&ops, &committed_ops)
@@ -813,6 +928,12 @@ async fn judge(
             .count(),
         committed,
         simulated_ms: time::now().saturating_duration_since(start).as_millis() as u64,
+        snapshots: history
+            .events
+            .iter()
+            .filter(|e| matches!(e, QuorumEvent::Snapshot { .. }))
+            .count(),
+        installs: shared.installs.load(Ordering::Acquire),
     }
 }
 
@@ -833,6 +954,7 @@ pub fn run_quorum_suite(test_name: &str, options: QuorumOptions, default_count: 
     #[allow(clippy::disallowed_methods)]
     let began = std::time::Instant::now();
     let (mut elections, mut ops, mut ops_ok, mut simulated_ms) = (0usize, 0usize, 0usize, 0u64);
+    let (mut snapshots, mut installs) = (0usize, 0u64);
     for seed in range.clone() {
         let outcome = run_quorum_seed(seed, options);
         if !outcome.anomalies.is_empty() {
@@ -850,11 +972,22 @@ pub fn run_quorum_suite(test_name: &str, options: QuorumOptions, default_count: 
         ops += outcome.ops;
         ops_ok += outcome.ops_ok;
         simulated_ms += outcome.simulated_ms;
+        snapshots += outcome.snapshots;
+        installs += outcome.installs;
     }
+    // The suites are to exercise snapshots, not merely allow them.
+    assert!(
+        snapshots > 0,
+        "{test_name}: no state machine made a snapshot"
+    );
+    assert!(
+        options.voters == 1 || installs > 0,
+        "{test_name}: no voter caught up by fetching a snapshot"
+    );
     let wall = began.elapsed().as_secs_f64();
     let seeds = range.end - range.start;
     eprintln!(
-        "{test_name}: {seeds} seeds ({}..{}) passed: {elections} elections ({:.1} per simulated minute), {ops} operations ({ops_ok} ok), {:.0} simulated s in {wall:.1} s ({:.0} simulated s per s)",
+        "{test_name}: {seeds} seeds ({}..{}) passed: {elections} elections ({:.1} per simulated minute), {ops} operations ({ops_ok} ok), {snapshots} snapshots made or loaded, {installs} fetched, {:.0} simulated s in {wall:.1} s ({:.0} simulated s per s)",
         range.start,
         range.end,
         elections as f64 * 60_000.0 / simulated_ms.max(1) as f64,

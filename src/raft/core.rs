@@ -153,6 +153,9 @@ pub struct RaftBugs {
     pub commit_previous_epoch: bool,
     /// On a diverging answer, truncate one record below the high watermark.
     pub truncate_below_committed: bool,
+    /// Name a snapshot one record short of the state it holds: a replica that loads it
+    /// applies that record twice.
+    pub snapshot_short_of_its_state: bool,
 }
 
 /// A change to the log, applied by the driver in order.
@@ -1784,6 +1787,16 @@ impl Raft {
                 return Err(SnapshotError::NotNewer { end_offset, latest });
             }
         }
+        let floor = self
+            .log
+            .snapshot()
+            .map_or(self.log.start_offset(), |s| s.end_offset)
+            .max(self.log.start_offset());
+        let end_offset = if self.bugs.snapshot_short_of_its_state && end_offset - 1 > floor {
+            end_offset - 1
+        } else {
+            end_offset
+        };
         let epoch = self.log.epoch_before(end_offset).ok_or(out_of_range)?;
         Ok(SnapshotId { end_offset, epoch })
     }
