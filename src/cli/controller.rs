@@ -1,9 +1,9 @@
 //! `samsa controller [FILE] [--override key=value]...`: runs one voter of a KRaft metadata
 //! quorum (Kafka's `process.roles=controller` node) from a `controller.properties` (see
 //! `raft::settings` for the keys): opens the metadata log, serves Vote, BeginQuorumEpoch,
-//! EndQuorumEpoch, Fetch on `__cluster_metadata` and DescribeQuorum on the controller
-//! listener, and logs each change of epoch and leader, until SIGINT or SIGTERM, when it
-//! closes the log cleanly.
+//! EndQuorumEpoch, Fetch and FetchSnapshot on `__cluster_metadata` and DescribeQuorum on the
+//! controller listener, and logs each change of epoch and leader, until SIGINT or SIGTERM,
+//! when it closes the log cleanly. It has no state machine yet, so it never makes a snapshot.
 
 use std::process::ExitCode;
 
