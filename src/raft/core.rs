@@ -1520,6 +1520,7 @@ impl Raft {
                 epoch: self.epoch(),
                 snapshot_id: state.id,
                 position: state.position,
+                max_bytes: self.config.fetch_max_bytes,
             };
             self.send(target, Message::FetchSnapshot(request));
             return;
@@ -1669,7 +1670,7 @@ impl Raft {
         let read = error.is_none().then_some(SnapshotRead {
             snapshot_id: request.snapshot_id,
             position: request.position,
-            max_bytes: self.config.fetch_max_bytes,
+            max_bytes: self.config.fetch_max_bytes.min(request.max_bytes),
         });
         if read.is_some() {
             // A follower fetching a snapshot is alive and following (check quorum counts it).
@@ -2160,6 +2161,7 @@ mod tests {
                 epoch,
                 snapshot_id,
                 position,
+                max_bytes: 4096,
             })
         };
         let answers = step_from(&mut raft, now, 3, ask(id, 0));
@@ -2168,9 +2170,9 @@ mod tests {
             if r.error.is_none() && r.read == Some(SnapshotRead {
                 snapshot_id: id,
                 position: 0,
-                max_bytes: RaftConfig::DEFAULT.fetch_max_bytes,
+                max_bytes: 4096,
             })),
-            "the leader has the driver read the chunk: {answers:?}"
+            "the leader has the driver read a chunk of at most what was asked: {answers:?}"
         );
         let other = SnapshotId {
             end_offset: id.end_offset - 1,

@@ -169,6 +169,8 @@ pub struct FetchSnapshotRequest {
     pub epoch: i32,
     pub snapshot_id: SnapshotId,
     pub position: i64,
+    /// The largest chunk the fetcher takes (Kafka's MaxBytes).
+    pub max_bytes: usize,
 }
 
 /// Kafka's FetchSnapshotResponse for the metadata partition.

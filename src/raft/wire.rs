@@ -334,7 +334,7 @@ pub fn encode_request(
             FETCH_SNAPSHOT_VERSION,
             &fs::FetchSnapshotRequest {
                 replica_id: NodeId(from.id),
-                max_bytes: i32::MAX,
+                max_bytes: i32::try_from(request.max_bytes).unwrap_or(i32::MAX),
                 topics: vec![fs::FetchSnapshotRequestTopic {
                     name: METADATA_TOPIC.into(),
                     partitions: vec![fs::FetchSnapshotRequestPartition {
@@ -515,6 +515,13 @@ pub fn decode_request(
                     ),
                 });
             }
+            let max_bytes = usize::try_from(request.max_bytes)
+                .ok()
+                .filter(|m| *m > 0)
+                .ok_or_else(|| WireError::Invalid {
+                    api,
+                    reason: format!("MaxBytes {} takes no bytes", request.max_bytes),
+                })?;
             let request_id = u64::from(u32::from_be_bytes(correlation_id.to_be_bytes()));
             Ok((
                 from,
@@ -530,6 +537,7 @@ pub fn decode_request(
                         epoch: p.snapshot_id.epoch.0,
                     },
                     position: p.position,
+                    max_bytes,
                 }),
             ))
         }
@@ -999,6 +1007,61 @@ mod tests {
         assert_eq!(decoded.batches, vec![batch]);
         assert_eq!(decoded.leader_id, Some(1));
         assert_eq!(decoded.diverging.map(|d| d.epoch), Some(2));
+    }
+
+    #[test]
+    fn a_snapshot_fetch_and_its_chunk_survive_the_wire() {
+        let id = SnapshotId {
+            end_offset: 120,
+            epoch: 4,
+        };
+        let request = Message::FetchSnapshot(FetchSnapshotRequest {
+            request_id: 5,
+            replica: ReplicaKey::node(3),
+            epoch: 4,
+            snapshot_id: id,
+            position: 4096,
+            max_bytes: 8192,
+        });
+        let Message::FetchSnapshot(decoded) = round_trip_request(request.clone()) else {
+            panic!("a snapshot fetch");
+        };
+        assert_eq!(
+            decoded.request_id, 77,
+            "a snapshot fetch takes the correlation id"
+        );
+        assert_eq!(
+            (
+                decoded.epoch,
+                decoded.snapshot_id,
+                decoded.position,
+                decoded.max_bytes
+            ),
+            (4, id, 4096, 8192)
+        );
+        let answer = Message::FetchSnapshotResponse(FetchSnapshotResponse {
+            request_id: 77,
+            error: None,
+            epoch: 4,
+            leader_id: Some(1),
+            snapshot_id: id,
+            size: 5000,
+            position: 4096,
+            read: None,
+            bytes: Bytes::from_static(b"chunk"),
+        });
+        let body = encode_response(&answer, FETCH_SNAPSHOT_VERSION, None).expect("encodes");
+        let (decoded, _) =
+            decode_response(&request, FETCH_SNAPSHOT_VERSION, body).expect("decodes");
+        let Message::FetchSnapshotResponse(decoded) = decoded else {
+            panic!("a snapshot answer");
+        };
+        assert_eq!(decoded.request_id, 5, "the requester's own id comes back");
+        assert_eq!(
+            (decoded.size, decoded.position, decoded.bytes.as_ref()),
+            (5000, 4096, &b"chunk"[..])
+        );
+        assert_eq!((decoded.snapshot_id, decoded.leader_id), (id, Some(1)));
     }
 
     #[test]
