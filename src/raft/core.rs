@@ -1593,14 +1593,16 @@ impl Raft {
             return;
         }
         if let Some(id) = response.snapshot_id {
-            if id.end_offset <= self.log.end_offset() || id.epoch > response.epoch {
-                // A leader sends a snapshot only to a fetcher whose log ends below its start,
-                // which its latest snapshot reaches: this one would take records away.
+            if !self.snapshot_replaces_log(id) || id.epoch > response.epoch {
+                // A leader sends its snapshot to a fetcher whose log ends below its start or
+                // diverges below it; this one would take committed records away.
                 tracing::warn!(
                     node = self.local.id,
                     snapshot_end_offset = id.end_offset,
+                    snapshot_epoch = id.epoch,
                     log_end_offset = self.log.end_offset(),
-                    "raft: refused a snapshot that does not reach past this log's end"
+                    high_watermark = self.high_watermark,
+                    "raft: refused a snapshot that would not replace this log"
                 );
                 self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
                 return;
@@ -1753,14 +1755,20 @@ impl Raft {
         self.install_snapshot(state.id);
     }
 
+    /// Whether a snapshot the leader names replaces this log (Kafka's
+    /// `truncateToLatestSnapshot`): it must not end below the high watermark, and it must reach
+    /// past the log end or be of a later epoch than the log's last (the log's tail then
+    /// diverges from the leader's below its start, a tail a fetch cannot repair).
+    fn snapshot_replaces_log(&self, id: SnapshotId) -> bool {
+        let past_end = id.end_offset > self.log.end_offset();
+        let later_epoch = id.epoch > self.log.last_epoch();
+        id.end_offset >= self.high_watermark && id.end_offset > 0 && (past_end || later_epoch)
+    }
+
     fn install_snapshot(&mut self, id: SnapshotId) {
         assert!(
-            id.end_offset > self.log.end_offset(),
-            "a fetched snapshot that does not reach past the log end"
-        );
-        assert!(
-            id.end_offset >= self.high_watermark,
-            "a fetched snapshot below the high watermark"
+            self.snapshot_replaces_log(id),
+            "a fetched snapshot that does not replace the log"
         );
         self.ready.log_ops.push(LogOp::InstallSnapshot(id));
         self.log.install_snapshot(id);
@@ -2358,11 +2366,63 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_of_a_later_epoch_replaces_a_longer_diverging_log() {
+        // Node 1 led epoch 3 and appended 0..10 that never committed; node 2 leads epoch 4
+        // with a snapshot at 8 and its log start there.
+        let mut log = LogView::empty();
+        log.append(0, 10, 3);
+        log.synced(10, log.generation());
+        let mut raft = replica(log, ElectionState::INITIAL);
+        let now = 5;
+        let sent = step_from(
+            &mut raft,
+            now,
+            2,
+            Message::BeginQuorumEpoch {
+                epoch: 4,
+                leader_id: 2,
+            },
+        );
+        let Some(Message::Fetch(first)) = sent.iter().find(|m| matches!(m, Message::Fetch(_)))
+        else {
+            panic!("a fetch of the new leader: {sent:?}");
+        };
+        let answer = |request_id, id: SnapshotId| {
+            let Message::FetchResponse(mut r) = told_of_snapshot(request_id, id) else {
+                unreachable!("told_of_snapshot builds a fetch answer")
+            };
+            r.epoch = 4;
+            Message::FetchResponse(r)
+        };
+        let same_epoch = SnapshotId {
+            end_offset: 8,
+            epoch: 3,
+        };
+        let sent = step_from(&mut raft, now, 2, answer(first.request_id, same_epoch));
+        assert!(
+            sent.iter().all(|m| !matches!(m, Message::FetchSnapshot(_))),
+            "a snapshot of the log's own epoch below its end would take records away: {sent:?}"
+        );
+        let retry_ms = now + RaftConfig::DEFAULT.retry_backoff_ms;
+        let request_id = fetch_after_backoff(&mut raft, retry_ms);
+        let later = SnapshotId {
+            end_offset: 8,
+            epoch: 4,
+        };
+        let sent = step_from(&mut raft, retry_ms, 2, answer(request_id, later));
+        assert_eq!(
+            snapshot_fetch(&sent).snapshot_id,
+            later,
+            "the diverging tail past the snapshot cannot be repaired by fetching: {sent:?}"
+        );
+    }
+
+    #[test]
     fn a_snapshot_that_would_take_records_away_or_is_gone_is_not_fetched() {
         let (mut raft, now, first) = follower_of_two();
         let behind = SnapshotId {
             end_offset: 0,
-            epoch: 1,
+            epoch: 0,
         };
         let sent = step_from(&mut raft, now, 2, told_of_snapshot(first, behind));
         assert!(

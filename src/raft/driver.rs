@@ -930,6 +930,7 @@ impl Driver {
         if self.snapshots.retention_bytes < 0
             || latest.end_offset <= start
             || latest.end_offset > log.synced_offset()
+            || latest.end_offset > self.raft.high_watermark()
         {
             return Ok(());
         }
@@ -974,6 +975,21 @@ impl Driver {
             // The core starts every snapshot at position 0; a chunk elsewhere for another
             // snapshot cannot come.
             assert_eq!(position, 0, "a snapshot chunk without its start");
+            if let Some((old, file)) = self.fetching.take().filter(|(old, _)| *old != id) {
+                // An abandoned fetch (the leader replaced its snapshot, or leadership moved):
+                // its partial file would otherwise stay until the replica reopens.
+                let path = file.path().to_string();
+                drop(file);
+                if let Err(source) = self.store.disk().remove(&path).await {
+                    tracing::warn!(
+                        node = self.raft.local_id(),
+                        end_offset = old.end_offset,
+                        path,
+                        error = %source,
+                        "raft: could not remove an abandoned partial snapshot"
+                    );
+                }
+            }
             let file = snapshot::begin_fetch(self.store.disk(), self.store.log_dir(), id)
                 .await
                 .map_err(StoreError::from)?;

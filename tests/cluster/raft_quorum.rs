@@ -367,7 +367,22 @@ async fn describe_quorum_answers_on_the_controller_listener() {
         .expect("connects and negotiates versions");
     let version = conn.version_for(55).expect("DescribeQuorum is served");
     assert_eq!(version, 2);
-    let response: DescribeQuorumResponse = conn.send(55, version, &request).await.expect("answers");
+    // The leader learns a follower's log end from its next fetch, so the follower that got
+    // the last record with the high watermark past it is known to have it a fetch later.
+    let deadline = samsa::rt::time::now() + WAIT;
+    let response = loop {
+        let response: DescribeQuorumResponse =
+            conn.send(55, version, &request).await.expect("answers");
+        let partition = &response.topics[0].partitions[0];
+        let caught_up = partition
+            .current_voters
+            .iter()
+            .all(|v| v.log_end_offset.0 > last);
+        if caught_up || samsa::rt::time::now() >= deadline {
+            break response;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let partition = &response.topics[0].partitions[0];
     assert_eq!(partition.error_code, 0);
     assert_eq!(partition.leader_id.0, leader);
