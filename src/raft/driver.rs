@@ -344,18 +344,8 @@ impl RaftHandle {
         if offset >= status.high_watermark {
             return Ok(Vec::new());
         }
-        match self
-            .store
-            .read(offset, max_bytes, status.high_watermark)
+        self.read_store(offset, max_bytes, status.high_watermark)
             .await
-        {
-            Err(StoreError::Log(LogError::OffsetOutOfRange {
-                log_start_offset, ..
-            })) if offset < log_start_offset => {
-                Err(DriverError::BelowLogStart { log_start_offset })
-            }
-            other => Ok(other?),
-        }
     }
 
     /// Writes a snapshot of the state machine: `records` hold its state after every record
@@ -405,6 +395,17 @@ impl RaftHandle {
         if offset >= end {
             return Ok(Vec::new());
         }
+        self.read_store(offset, max_bytes, end).await
+    }
+
+    /// The store's read up to `end`, where a log start that moved past `offset` meanwhile
+    /// (retention, an installed snapshot) is [`DriverError::BelowLogStart`].
+    async fn read_store(
+        &self,
+        offset: i64,
+        max_bytes: usize,
+        end: i64,
+    ) -> Result<Vec<Batch>, DriverError> {
         match self.store.read(offset, max_bytes, end).await {
             Err(StoreError::Log(LogError::OffsetOutOfRange {
                 log_start_offset, ..
