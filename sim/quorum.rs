@@ -35,7 +35,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use samsa::raft::core::{RaftBugs, RaftConfig, RaftEvent};
 use samsa::raft::driver::{self, DriverError, EventSink, NodeConfig, RaftHandle, SnapshotConfig};
-use samsa::raft::message::RaftRecord;
+use samsa::raft::message::{RaftRecord, SnapshotId};
+use samsa::raft::snapshot::SnapshotContents;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, Disk, MemDisk};
 use samsa::rt::net::TcpListener;
@@ -249,11 +250,13 @@ async fn voter(
         let batches = match handle.read_committed(applied, APPLY_READ_BYTES).await {
             Ok(batches) => batches,
             Err(DriverError::BelowLogStart { .. }) => {
-                let (snapshot, records) = match handle.latest_snapshot().await {
+                let (snapshot, contents) = match handle.latest_snapshot().await {
                     Ok(Some(latest)) => latest,
                     Ok(None) => panic!("voter {id}: a log start past {applied} with no snapshot"),
                     Err(e) => panic!("voter {id}: reading the latest snapshot: {e}"),
                 };
+                assert_voter_set(id, snapshot, &contents, options.voters);
+                let records = contents.records;
                 let Some((loaded, loaded_chain)) = records.first().and_then(|r| decode_state(r))
                 else {
                     panic!("voter {id}: snapshot {snapshot:?} holds no register state");
@@ -795,6 +798,21 @@ async fn simulate(options: QuorumOptions) -> QuorumOutcome {
     outcome
 }
 
+/// Every snapshot carries the quorum's voter set (voters 1..=count), so that it stays
+/// known once the log start has passed the VotersRecord at offset 0 (KIP-853).
+fn assert_voter_set(id: i32, snapshot: SnapshotId, contents: &SnapshotContents, count: i32) {
+    let held: Option<Vec<i32>> = contents
+        .voters
+        .as_ref()
+        .map(|voters| voters.iter().map(|v| v.id).collect());
+    let expected: Vec<i32> = (1..=count).collect();
+    assert_eq!(
+        held,
+        Some(expected),
+        "voter {id}: snapshot {snapshot:?} does not carry the voter set"
+    );
+}
+
 async fn judge(
     shared: &Shared,
     options: &QuorumOptions,
@@ -853,8 +871,10 @@ async fn judge(
         );
         end.log_starts.insert(*id, start);
         match handle.latest_snapshot().await {
-            Ok(Some((snapshot, state))) => {
-                let Some((_, chain)) = state.first().and_then(|r| decode_state(r)) else {
+            Ok(Some((snapshot, contents))) => {
+                assert_voter_set(*id, snapshot, &contents, options.voters);
+                let Some((_, chain)) = contents.records.first().and_then(|r| decode_state(r))
+                else {
                     panic!("voter {id}: snapshot {snapshot:?} holds no register state");
                 };
                 end.snapshots.insert(*id, (snapshot.end_offset, chain));

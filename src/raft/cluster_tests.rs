@@ -345,7 +345,9 @@ impl Cluster {
                 LogOp::Truncate(to) => node.disk.truncate(*to),
                 // No node here makes a snapshot, so no leader's log starts past 0 and no
                 // follower is sent one (the madsim suites and the core's tests cover them).
-                LogOp::SnapshotChunk { .. } | LogOp::InstallSnapshot(_) => {
+                LogOp::SnapshotChunk { .. }
+                | LogOp::FinishSnapshot(_)
+                | LogOp::InstallSnapshot(_) => {
                     unreachable!("a snapshot in a cluster that makes none")
                 }
             }

@@ -172,8 +172,13 @@ pub enum LogOp {
         position: i64,
         bytes: Bytes,
     },
-    /// The fetched snapshot is whole: make it durable under its name, then empty the log and
-    /// restart it at the snapshot's end (Kafka's `truncateFullyAndStartAt`).
+    /// Every chunk of the fetched snapshot is written: check it whole (it decodes, its
+    /// voter set is this quorum's), make it durable under its name, and report with
+    /// [`Raft::snapshot_finished`] before anything else reaches the core. Until then the
+    /// replica fetches nothing.
+    FinishSnapshot(SnapshotId),
+    /// The finished snapshot replaces the log: empty the log and restart it at the
+    /// snapshot's end (Kafka's `truncateFullyAndStartAt`).
     InstallSnapshot(SnapshotId),
 }
 
@@ -355,6 +360,8 @@ struct FetchState {
     /// A snapshot being fetched from the leader instead of the log (this replica's log
     /// ended below the leader's start).
     snapshot: Option<SnapshotFetch>,
+    /// A fetched snapshot the driver is checking ([`LogOp::FinishSnapshot`]).
+    finishing: Option<SnapshotId>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -1495,6 +1502,7 @@ impl Raft {
     fn maybe_fetch(&mut self, now_ms: u64) {
         if self.leader.is_some()
             || self.fetch.in_flight.is_some()
+            || self.fetch.finishing.is_some()
             || now_ms < self.fetch.retry_at_ms
         {
             return;
@@ -1752,7 +1760,35 @@ impl Raft {
             return;
         }
         self.fetch.snapshot = None;
-        self.install_snapshot(state.id);
+        self.fetch.finishing = Some(state.id);
+        self.ready.log_ops.push(LogOp::FinishSnapshot(state.id));
+    }
+
+    /// The driver checked the snapshot [`LogOp::FinishSnapshot`] named: `sound` when it
+    /// decoded whole with this quorum's voter set and is now durable under its name. A sound
+    /// snapshot is installed; anything else is fetched again after the retry backoff (the
+    /// log is untouched).
+    pub fn snapshot_finished(&mut self, now_ms: u64, id: SnapshotId, sound: bool) {
+        assert_eq!(
+            self.fetch.finishing,
+            Some(id),
+            "a snapshot finished that was not being finished"
+        );
+        self.fetch.finishing = None;
+        if sound && self.leader.is_none() && self.snapshot_replaces_log(id) {
+            self.install_snapshot(id);
+        } else {
+            tracing::warn!(
+                node = self.local.id,
+                end_offset = id.end_offset,
+                epoch = id.epoch,
+                sound,
+                "raft: a fetched snapshot was not installed; fetching again"
+            );
+            self.fetch.retry_at_ms = now_ms + self.config.retry_backoff_ms;
+        }
+        self.maybe_fetch(now_ms);
+        self.check();
     }
 
     /// Whether a snapshot the leader names replaces this log (Kafka's
@@ -2345,9 +2381,48 @@ mod tests {
         );
         let ready = raft.ready();
         assert!(
-            matches!(&ready.log_ops[..], [LogOp::SnapshotChunk { .. }, LogOp::InstallSnapshot(i)]
+            matches!(&ready.log_ops[..], [LogOp::SnapshotChunk { .. }, LogOp::FinishSnapshot(i)]
                 if *i == id),
-            "a whole snapshot is installed: {:?}",
+            "a whole snapshot is checked before anything else: {:?}",
+            ready.log_ops
+        );
+        assert!(ready.messages.is_empty(), "{:?}", ready.messages);
+        assert_eq!(
+            raft.log().end_offset(),
+            0,
+            "the log is untouched until it is sound"
+        );
+        // The driver found it damaged: nothing is installed, and it is fetched again.
+        raft.snapshot_finished(retry_ms, id, false);
+        let ready = raft.ready();
+        assert!(ready.log_ops.is_empty(), "{:?}", ready.log_ops);
+        assert!(ready.events.is_empty(), "{:?}", ready.events);
+        assert_eq!(raft.log().start_offset(), 0);
+        let retry_ms = retry_ms + RaftConfig::DEFAULT.retry_backoff_ms;
+        let request_id = fetch_after_backoff(&mut raft, retry_ms);
+        let sent = step_from(&mut raft, retry_ms, 2, told_of_snapshot(request_id, id));
+        let ask = *snapshot_fetch(&sent);
+        assert_eq!((ask.snapshot_id, ask.position), (id, 0), "fetched anew");
+        raft.step(
+            retry_ms,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: chunk(ask.request_id, id, 0, 10, b"0123456789"),
+            },
+        );
+        let ready = raft.ready();
+        assert!(
+            matches!(&ready.log_ops[..], [LogOp::SnapshotChunk { .. }, LogOp::FinishSnapshot(i)]
+                if *i == id),
+            "{:?}",
+            ready.log_ops
+        );
+        raft.snapshot_finished(retry_ms, id, true);
+        let ready = raft.ready();
+        assert!(
+            matches!(&ready.log_ops[..], [LogOp::InstallSnapshot(i)] if *i == id),
+            "a sound snapshot is installed: {:?}",
             ready.log_ops
         );
         assert_eq!(ready.events, vec![RaftEvent::SnapshotLoaded { id }]);

@@ -35,7 +35,7 @@
 //! - every queue has a named bound and every exchange a timeout; an exchange that fails drops
 //!   its connection, and the core's own request timeout sends again.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -62,9 +62,9 @@ use super::core::{
     FETCH_MAX_BYTES_MAX,
 };
 use super::election::{ElectionError, ReplicaKey, VOTERS_MAX};
-use super::message::{Batch, Envelope, Message, QuorumError, SnapshotId};
-use super::snapshot;
-use super::store::{RaftStore, StoreError};
+use super::message::{Batch, Envelope, Message, QuorumError, RaftRecord, SnapshotId};
+use super::snapshot::{self, SnapshotContents};
+use super::store::{Opened, RaftStore, StoreError};
 use super::wire::{self, METADATA_PARTITION, METADATA_TOPIC};
 
 /// Inputs waiting for the driver task.
@@ -367,14 +367,17 @@ impl RaftHandle {
         answer.await.map_err(|_| DriverError::Stopped)
     }
 
-    /// The latest snapshot and the state machine's records in it, if there is one.
-    pub async fn latest_snapshot(&self) -> Result<Option<(SnapshotId, Vec<Bytes>)>, DriverError> {
+    /// The latest snapshot and what it holds (the voter set, the state machine's records),
+    /// if there is one.
+    pub async fn latest_snapshot(
+        &self,
+    ) -> Result<Option<(SnapshotId, SnapshotContents)>, DriverError> {
         for _ in 0..SNAPSHOT_READ_ATTEMPTS_MAX {
             let Some(id) = self.status.get().snapshot else {
                 return Ok(None);
             };
             match self.store.read_snapshot(id).await {
-                Ok(records) => return Ok(Some((id, records))),
+                Ok(contents) => return Ok(Some((id, contents))),
                 Err(StoreError::Snapshot(snapshot::SnapshotFileError::Io { source, .. }))
                     if source.kind() == std::io::ErrorKind::NotFound =>
                 {
@@ -491,6 +494,49 @@ pub fn parse_voters(text: &str) -> Result<BTreeMap<i32, String>, String> {
     Ok(voters)
 }
 
+/// The voter set the metadata log holds (its latest snapshot's, else the VotersRecord that
+/// opens the log) must be `controller.quorum.voters`: voters that disagree on the set can
+/// each count a different majority. A log or snapshot without one (kraft.version 0) passes.
+async fn check_voter_set(opened: &Opened, config: &NodeConfig) -> Result<(), DriverError> {
+    let configured: BTreeSet<i32> = config.voters.keys().copied().collect();
+    let differ = |reason: Option<String>, what: String| match reason {
+        Some(reason) => Err(DriverError::Config(format!(
+            "{what} belongs to another quorum: {reason}; controller.quorum.voters may not \
+             change under an existing metadata log"
+        ))),
+        None => Ok(()),
+    };
+    if let Some(latest) = opened.snapshots.last().copied() {
+        let contents = opened.store.read_snapshot(latest).await?;
+        let path = crate::rt::disk::join(opened.store.log_dir(), &snapshot::file_name(latest));
+        return differ(
+            contents.voters_differ(&configured),
+            format!("the snapshot {path}"),
+        );
+    }
+    if opened.log.start_offset() > 0 || opened.log.end_offset() == 0 {
+        return Ok(());
+    }
+    let first = opened.store.read(0, 1, opened.log.end_offset()).await?;
+    let voters = first
+        .first()
+        .into_iter()
+        .flat_map(|batch| batch.records.iter())
+        .find_map(|record| match record {
+            RaftRecord::Voters { voters } => Some(voters.clone()),
+            _ => None,
+        });
+    let contents = SnapshotContents {
+        kraft_version: 1,
+        voters,
+        records: Vec::new(),
+    };
+    differ(
+        contents.voters_differ(&configured),
+        format!("the metadata log in {}", opened.store.log_dir()),
+    )
+}
+
 /// Opens the metadata log under `config.metadata_log_dir` and starts the replica, serving
 /// the quorum's RPCs on `listener`.
 pub async fn start(
@@ -522,6 +568,7 @@ pub async fn start_with_events(
         clock.clone(),
     )
     .await?;
+    check_voter_set(&opened, &config).await?;
     let origin = time::now();
     let raft = Raft::new(
         config.raft,
@@ -831,6 +878,10 @@ impl Driver {
                         position,
                         bytes,
                     } => self.write_snapshot_chunk(id, position, bytes).await?,
+                    LogOp::FinishSnapshot(id) => {
+                        let sound = self.finish_snapshot(id).await?;
+                        self.raft.snapshot_finished(self.now_ms(), id, sound);
+                    }
                     LogOp::InstallSnapshot(id) => self.install_snapshot(id).await?,
                 }
             }
@@ -909,8 +960,14 @@ impl Driver {
             Ok(id) => id,
             Err(e) => return Ok(Err(e)),
         };
+        let voters: Vec<ReplicaKey> = self
+            .raft
+            .voters()
+            .iter()
+            .map(|id| ReplicaKey::node(*id))
+            .collect();
         self.store
-            .write_snapshot(id, &records, self.clock.now_ms())
+            .write_snapshot(id, &voters, &records, self.clock.now_ms())
             .await?;
         self.raft.snapshot_created(id);
         self.appended_bytes = 0;
@@ -1010,17 +1067,47 @@ impl Driver {
         Ok(())
     }
 
-    /// A fetched snapshot is whole: it is checked, made durable under its name, and the log
-    /// restarts at its end. A snapshot that does not decode stops the replica (a leader
-    /// serves only whole snapshots, and every batch carries its CRC).
-    async fn install_snapshot(&mut self, id: SnapshotId) -> Result<(), DriverError> {
+    /// Every chunk of a fetched snapshot is written: it is checked (it decodes whole, its
+    /// voter set is `controller.quorum.voters`) and made durable under its name. False when
+    /// a check failed: the partial file is gone and the core fetches it again (a leader
+    /// serves only whole snapshots, so this is damage in transit or on the leader's disk,
+    /// or a leader of another quorum); the log is untouched. An IO error stops the replica.
+    async fn finish_snapshot(&mut self, id: SnapshotId) -> Result<bool, DriverError> {
         let Some((at, file)) = self.fetching.take() else {
-            panic!("a snapshot installed without being fetched");
+            panic!("a snapshot finished without being fetched");
         };
-        assert_eq!(at, id, "the installed snapshot is the one fetched");
-        snapshot::freeze(self.store.disk(), self.store.log_dir(), id, file)
-            .await
-            .map_err(StoreError::from)?;
+        assert_eq!(at, id, "the finished snapshot is the one fetched");
+        let voters = self.raft.voters().clone();
+        match snapshot::freeze(
+            self.store.disk(),
+            self.store.log_dir(),
+            id,
+            file,
+            Some(&voters),
+        )
+        .await
+        {
+            Ok(()) => Ok(true),
+            Err(
+                e @ (snapshot::SnapshotFileError::Corrupt { .. }
+                | snapshot::SnapshotFileError::VotersDiffer { .. }),
+            ) => {
+                tracing::error!(
+                    node = self.raft.local_id(),
+                    end_offset = id.end_offset,
+                    epoch = id.epoch,
+                    error = %e,
+                    "raft: refused a snapshot fetched from the leader"
+                );
+                Ok(false)
+            }
+            Err(e) => Err(StoreError::from(e).into()),
+        }
+    }
+
+    /// A sound fetched snapshot replaces the log: the log restarts at its end, and older
+    /// snapshots go.
+    async fn install_snapshot(&mut self, id: SnapshotId) -> Result<(), DriverError> {
         self.store.restart_at(id.end_offset).await?;
         self.remove_snapshots_below(id.end_offset).await?;
         self.appended_bytes = 0;

@@ -4,12 +4,17 @@
 //!
 //! | batch | records |
 //! |---|---|
-//! | the first | one control record, SnapshotHeaderRecord (type 3): version 0, LastContainedLogTimestamp |
+//! | the first | control records: SnapshotHeaderRecord (type 3: version 0, LastContainedLogTimestamp), KRaftVersionRecord (type 5: the kraft.version, 1) and VotersRecord (type 6: the voter set) |
 //! | then | the state machine's records, as data records (no key), at most [`SNAPSHOT_BATCH_RECORDS_MAX`] a batch |
 //! | the last | one control record, SnapshotFooterRecord (type 4): version 0 |
 //!
 //! Offsets in a snapshot count from 0; every batch carries the snapshot's epoch as its
-//! partition leader epoch; nothing is compressed.
+//! partition leader epoch; nothing is compressed. The first batch is Kafka's
+//! (`RecordsSnapshotWriter` at kraft.version 1): once the log start has moved past offset 0
+//! the voter set is no longer in the log, so every snapshot carries it (KIP-853). A snapshot
+//! of kraft.version 0 (a header alone) or with KRaftVersion but no Voters is read too, as
+//! Kafka writes them; so is Kafka's bootstrap snapshot
+//! (`00000000000000000000-0000000000.checkpoint`: the first batch and the footer, no data).
 //!
 //! A snapshot is written to `<name>.checkpoint.part` and synced, then renamed and the
 //! directory synced (Kafka's `freeze`): a file with the final name is whole and durable, and
@@ -24,6 +29,8 @@ use bytes::{Bytes, BytesMut};
 
 use crate::rt::disk::{join, Disk, File, OpenMode};
 
+use super::core::KRAFT_VERSION;
+use super::election::ReplicaKey;
 use super::message::{Batch, RaftRecord, SnapshotId};
 use super::records::{self, RecordsError};
 
@@ -45,6 +52,8 @@ pub enum SnapshotFileError {
     },
     /// The file's bytes are not a snapshot.
     Corrupt { path: String, reason: String },
+    /// The snapshot's voter set is not this replica's `controller.quorum.voters`.
+    VotersDiffer { path: String, reason: String },
 }
 
 impl std::fmt::Display for SnapshotFileError {
@@ -53,6 +62,9 @@ impl std::fmt::Display for SnapshotFileError {
             SnapshotFileError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
             SnapshotFileError::Corrupt { path, reason } => {
                 write!(f, "the snapshot {path} is not whole: {reason}")
+            }
+            SnapshotFileError::VotersDiffer { path, reason } => {
+                write!(f, "the snapshot {path} belongs to another quorum: {reason}")
             }
         }
     }
@@ -127,9 +139,37 @@ pub async fn remove(disk: &Disk, dir: &str, ids: &[SnapshotId]) -> Result<(), Sn
     Ok(())
 }
 
-/// The bytes of snapshot `id` holding `records`.
+/// What a snapshot holds besides its header and footer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotContents {
+    /// The KRaftVersionRecord's kraft.version (0 when the snapshot has none).
+    pub kraft_version: i16,
+    /// The VotersRecord's voter set, when the snapshot has one.
+    pub voters: Option<Vec<ReplicaKey>>,
+    /// The state machine's records.
+    pub records: Vec<Bytes>,
+}
+
+impl SnapshotContents {
+    /// Why the voter set this snapshot carries is not `configured`
+    /// (`controller.quorum.voters`); `None` when it is, or when the snapshot names none.
+    pub fn voters_differ(&self, configured: &std::collections::BTreeSet<i32>) -> Option<String> {
+        let voters = self.voters.as_ref()?;
+        let held: std::collections::BTreeSet<i32> = voters.iter().map(|v| v.id).collect();
+        (held != *configured || held.len() != voters.len()).then(|| {
+            format!(
+                "its voter set is {:?} but controller.quorum.voters names {:?}",
+                voters.iter().map(|v| v.id).collect::<Vec<_>>(),
+                configured.iter().collect::<Vec<_>>()
+            )
+        })
+    }
+}
+
+/// The bytes of snapshot `id` holding `records`, and the voter set `voters`.
 pub fn encode(
     id: SnapshotId,
+    voters: &[ReplicaKey],
     records: &[Bytes],
     last_contained_log_timestamp: i64,
     timestamp_ms: i64,
@@ -146,9 +186,17 @@ pub fn encode(
         out.extend_from_slice(&records::encode_batch(&batch, timestamp_ms));
     };
     push(
-        vec![RaftRecord::SnapshotHeader {
-            last_contained_log_timestamp,
-        }],
+        vec![
+            RaftRecord::SnapshotHeader {
+                last_contained_log_timestamp,
+            },
+            RaftRecord::KRaftVersion {
+                version: KRAFT_VERSION,
+            },
+            RaftRecord::Voters {
+                voters: voters.to_vec(),
+            },
+        ],
         &mut out,
     );
     let mut batch: Vec<RaftRecord> = Vec::new();
@@ -168,8 +216,12 @@ pub fn encode(
     out.freeze()
 }
 
-/// The state machine's records in the bytes of snapshot `id`, read from `path`.
-pub fn decode(id: SnapshotId, path: &str, bytes: Bytes) -> Result<Vec<Bytes>, SnapshotFileError> {
+/// What the bytes of snapshot `id`, read from `path`, hold.
+pub fn decode(
+    id: SnapshotId,
+    path: &str,
+    bytes: Bytes,
+) -> Result<SnapshotContents, SnapshotFileError> {
     let corrupt = |reason: String| SnapshotFileError::Corrupt {
         path: path.to_string(),
         reason,
@@ -184,7 +236,11 @@ pub fn decode(id: SnapshotId, path: &str, bytes: Bytes) -> Result<Vec<Bytes>, Sn
             len - whole
         )));
     }
-    let mut records = Vec::new();
+    let mut contents = SnapshotContents {
+        kraft_version: 0,
+        voters: None,
+        records: Vec::new(),
+    };
     let mut next_offset = 0i64;
     let last = batches.len().saturating_sub(1);
     for (i, (batch, _)) in batches.into_iter().enumerate() {
@@ -201,19 +257,18 @@ pub fn decode(id: SnapshotId, path: &str, bytes: Bytes) -> Result<Vec<Bytes>, Sn
             )));
         }
         next_offset = batch.next_offset();
-        let header = matches!(batch.records[..], [RaftRecord::SnapshotHeader { .. }]);
         let footer = matches!(batch.records[..], [RaftRecord::SnapshotFooter]);
         match (i == 0, i == last) {
-            (true, _) if !header => return Err(corrupt("it does not open with a header".into())),
+            (true, true) => return Err(corrupt("it has no footer".into())),
+            (true, false) => read_first_batch(batch.records, &mut contents).map_err(corrupt)?,
             (false, true) if !footer => {
                 return Err(corrupt("it does not end with a footer".into()))
             }
-            (true, true) => return Err(corrupt("it has no footer".into())),
-            (true, false) | (false, true) => {}
+            (false, true) => {}
             (false, false) => {
                 for record in batch.records {
                     match record {
-                        RaftRecord::Data(value) => records.push(value),
+                        RaftRecord::Data(value) => contents.records.push(value),
                         other => {
                             return Err(corrupt(format!(
                                 "a control record {other:?} among the data"
@@ -227,7 +282,40 @@ pub fn decode(id: SnapshotId, path: &str, bytes: Bytes) -> Result<Vec<Bytes>, Sn
     if next_offset == 0 {
         return Err(corrupt("it is empty".into()));
     }
-    Ok(records)
+    Ok(contents)
+}
+
+/// The first batch: a header, then (kraft.version 1 and later) KRaftVersion, then
+/// optionally Voters, in that order and nothing else.
+fn read_first_batch(
+    records: Vec<RaftRecord>,
+    contents: &mut SnapshotContents,
+) -> Result<(), String> {
+    let mut records = records.into_iter();
+    if !matches!(records.next(), Some(RaftRecord::SnapshotHeader { .. })) {
+        return Err("it does not open with a header".into());
+    }
+    match records.next() {
+        None => return Ok(()),
+        Some(RaftRecord::KRaftVersion { version }) if version >= 0 => {
+            contents.kraft_version = version;
+        }
+        Some(other) => return Err(format!("{other:?} follows its header")),
+    }
+    match records.next() {
+        None => return Ok(()),
+        Some(RaftRecord::Voters { voters }) if contents.kraft_version > 0 => {
+            if voters.is_empty() {
+                return Err("its voter set is empty".into());
+            }
+            contents.voters = Some(voters);
+        }
+        Some(other) => return Err(format!("{other:?} follows its KRaftVersion record")),
+    }
+    match records.next() {
+        None => Ok(()),
+        Some(other) => Err(format!("{other:?} follows its Voters record")),
+    }
 }
 
 /// Writes snapshot `id` durably into `dir` (see the module docs); returns its size.
@@ -246,7 +334,7 @@ pub async fn write(
     file.write_at(0, bytes)
         .await
         .map_err(io("write", &partial))?;
-    freeze(disk, dir, id, file).await?;
+    freeze(disk, dir, id, file, None).await?;
     Ok(bytes.len() as u64)
 }
 
@@ -262,13 +350,15 @@ pub async fn begin_fetch(
         .map_err(io("create", &partial))
 }
 
-/// Makes a written or fetched partial snapshot whole: checks that it decodes, syncs it,
-/// renames it to its final name and syncs the directory.
+/// Makes a written or fetched partial snapshot whole: checks that it decodes (and, given
+/// `voters`, that its voter set is that one), syncs it, renames it to its final name and
+/// syncs the directory. A snapshot that fails a check is removed.
 pub async fn freeze(
     disk: &Disk,
     dir: &str,
     id: SnapshotId,
     file: File,
+    voters: Option<&std::collections::BTreeSet<i32>>,
 ) -> Result<(), SnapshotFileError> {
     let partial = file.path().to_string();
     let len = file.len().await.map_err(io("size", &partial))?;
@@ -277,7 +367,16 @@ pub async fn freeze(
         reason: format!("{len} bytes"),
     })?;
     let bytes = file.read_at(0, len).await.map_err(io("read", &partial))?;
-    if let Err(e) = decode(id, &partial, bytes) {
+    let checked = decode(id, &partial, bytes).and_then(|contents| {
+        match voters.and_then(|voters| contents.voters_differ(voters)) {
+            Some(reason) => Err(SnapshotFileError::VotersDiffer {
+                path: partial.clone(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    });
+    if let Err(e) = checked {
         // Nothing of it is kept: a fetch starts over.
         drop(file);
         let _ = disk.remove(&partial).await;
@@ -292,8 +391,12 @@ pub async fn freeze(
     disk.sync_dir(dir).await.map_err(io("sync directory", dir))
 }
 
-/// The state machine's records in snapshot `id`.
-pub async fn read(disk: &Disk, dir: &str, id: SnapshotId) -> Result<Vec<Bytes>, SnapshotFileError> {
+/// What snapshot `id` holds.
+pub async fn read(
+    disk: &Disk,
+    dir: &str,
+    id: SnapshotId,
+) -> Result<SnapshotContents, SnapshotFileError> {
     let path = join(dir, &file_name(id));
     let bytes = disk.read_file(&path).await.map_err(io("read", &path))?;
     decode(id, &path, bytes)
@@ -353,15 +456,28 @@ mod tests {
         }
     }
 
+    fn voters() -> Vec<ReplicaKey> {
+        vec![
+            ReplicaKey::node(1),
+            ReplicaKey::node(2),
+            ReplicaKey::node(3),
+        ]
+    }
+
     #[test]
     fn a_snapshot_round_trips_and_its_damage_is_named() {
         let records: Vec<Bytes> = (0..2500u32)
             .map(|i| Bytes::from(i.to_le_bytes().to_vec()))
             .collect();
-        let bytes = encode(id(), &records, 99, 100);
-        assert_eq!(decode(id(), "s", bytes.clone()).expect("decodes"), records);
-        let empty = encode(id(), &[], 99, 100);
-        assert!(decode(id(), "s", empty).expect("decodes").is_empty());
+        let bytes = encode(id(), &voters(), &records, 99, 100);
+        let contents = decode(id(), "s", bytes.clone()).expect("decodes");
+        assert_eq!(contents.records, records);
+        assert_eq!(contents.kraft_version, KRAFT_VERSION);
+        assert_eq!(contents.voters, Some(voters()));
+        let empty = encode(id(), &voters(), &[], 99, 100);
+        let contents = decode(id(), "s", empty).expect("decodes");
+        assert!(contents.records.is_empty());
+        assert_eq!(contents.voters, Some(voters()));
         let cut = bytes.slice(..bytes.len() - 3);
         let error = decode(id(), "s", cut).expect_err("cut");
         assert!(
@@ -375,5 +491,111 @@ mod tests {
         let at = flipped.len() / 2;
         flipped[at] ^= 0x40;
         assert!(decode(id(), "s", Bytes::from(flipped)).is_err());
+    }
+
+    /// A snapshot whose first batch holds `first`, then one data record, then the footer.
+    fn with_first_batch(first: Vec<RaftRecord>) -> Bytes {
+        let mut out = BytesMut::new();
+        let mut offset = 0;
+        for records in [
+            first,
+            vec![RaftRecord::Data(Bytes::from_static(b"x"))],
+            vec![RaftRecord::SnapshotFooter],
+        ] {
+            let batch = Batch {
+                base_offset: offset,
+                epoch: id().epoch,
+                records,
+            };
+            offset = batch.next_offset();
+            out.extend_from_slice(&records::encode_batch(&batch, 0));
+        }
+        out.freeze()
+    }
+
+    #[test]
+    fn the_first_batch_is_read_as_kafka_writes_it_at_each_kraft_version() {
+        let header = RaftRecord::SnapshotHeader {
+            last_contained_log_timestamp: 5,
+        };
+        let kraft = |version| RaftRecord::KRaftVersion { version };
+        let voters_record = RaftRecord::Voters { voters: voters() };
+        // kraft.version 0: a header alone.
+        let v0 = decode(id(), "s", with_first_batch(vec![header.clone()])).expect("v0");
+        assert_eq!((v0.kraft_version, v0.voters), (0, None));
+        // kraft.version 1 without a voter set (Kafka writes none when it has none).
+        let v1 = decode(id(), "s", with_first_batch(vec![header.clone(), kraft(1)]))
+            .expect("v1 without voters");
+        assert_eq!((v1.kraft_version, v1.voters), (1, None));
+        for (first, why) in [
+            (
+                vec![kraft(1), header.clone()],
+                "does not open with a header",
+            ),
+            (
+                vec![header.clone(), voters_record.clone()],
+                "follows its header",
+            ),
+            (
+                vec![header.clone(), kraft(0), voters_record.clone()],
+                "follows its KRaftVersion",
+            ),
+            (
+                vec![
+                    header.clone(),
+                    kraft(1),
+                    voters_record.clone(),
+                    voters_record.clone(),
+                ],
+                "follows its Voters",
+            ),
+            (
+                vec![
+                    header.clone(),
+                    kraft(1),
+                    RaftRecord::Voters { voters: vec![] },
+                ],
+                "voter set is empty",
+            ),
+        ] {
+            let error = decode(id(), "s", with_first_batch(first)).expect_err(why);
+            assert!(error.to_string().contains(why), "{why}: {error}");
+        }
+    }
+
+    #[test]
+    fn kafkas_bootstrap_snapshot_is_read() {
+        // `kafka-storage format --standalone` writes 0-0.checkpoint: the first batch with
+        // the voter set, then the footer; no data.
+        let bootstrap = SnapshotId {
+            end_offset: 0,
+            epoch: 0,
+        };
+        let bytes = encode(bootstrap, &voters(), &[], -1, 0);
+        let contents = decode(bootstrap, "s", bytes).expect("bootstrap");
+        assert!(contents.records.is_empty());
+        assert_eq!(contents.voters, Some(voters()));
+    }
+
+    #[test]
+    fn a_voter_set_other_than_the_configured_one_is_named() {
+        let contents = SnapshotContents {
+            kraft_version: 1,
+            voters: Some(voters()),
+            records: Vec::new(),
+        };
+        let same: std::collections::BTreeSet<i32> = [1, 2, 3].into();
+        assert_eq!(contents.voters_differ(&same), None);
+        let other: std::collections::BTreeSet<i32> = [1, 2, 4].into();
+        let reason = contents.voters_differ(&other).expect("differs");
+        assert!(
+            reason.contains("[1, 2, 3]") && reason.contains("[1, 2, 4]"),
+            "{reason}"
+        );
+        let none = SnapshotContents {
+            voters: None,
+            ..contents
+        };
+        assert_eq!(none.voters_differ(&other), None);
     }
 }

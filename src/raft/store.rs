@@ -30,13 +30,13 @@ use crate::log::{AppendMode, FlushPolicy, Log, LogConfig, LogError};
 use crate::rt::clock::Clock;
 use crate::rt::disk::{join, Disk};
 
-use super::election::ElectionState;
+use super::election::{ElectionState, ReplicaKey};
 use super::log_view::LogView;
 use super::message::Batch;
 use super::message::SnapshotId;
 use super::quorum_state::{self, QuorumStateError};
 use super::records::{self, RecordsError};
-use super::snapshot::{self, SnapshotFileError};
+use super::snapshot::{self, SnapshotContents, SnapshotFileError};
 
 /// The partition directory of the metadata log inside `metadata.log.dir`.
 pub const METADATA_PARTITION_DIR: &str = "__cluster_metadata-0";
@@ -214,15 +214,17 @@ impl RaftStore {
         &self.disk
     }
 
-    /// Writes snapshot `id` of `records` durably; returns its size in bytes.
+    /// Writes snapshot `id` of `records`, with the voter set `voters`, durably; returns its
+    /// size in bytes.
     pub async fn write_snapshot(
         &self,
         id: SnapshotId,
+        voters: &[ReplicaKey],
         records: &[Bytes],
         timestamp_ms: i64,
     ) -> Result<u64, StoreError> {
         let last_contained = self.last_timestamp_before(id.end_offset).await;
-        let bytes = snapshot::encode(id, records, last_contained, timestamp_ms);
+        let bytes = snapshot::encode(id, voters, records, last_contained, timestamp_ms);
         Ok(snapshot::write(&self.disk, self.log.dir(), id, &bytes).await?)
     }
 
@@ -239,8 +241,8 @@ impl RaftStore {
             .map_or(-1, |header| header.max_timestamp)
     }
 
-    /// The state machine's records in snapshot `id`.
-    pub async fn read_snapshot(&self, id: SnapshotId) -> Result<Vec<Bytes>, StoreError> {
+    /// What snapshot `id` holds: the voter set and the state machine's records.
+    pub async fn read_snapshot(&self, id: SnapshotId) -> Result<SnapshotContents, StoreError> {
         Ok(snapshot::read(&self.disk, self.log.dir(), id).await?)
     }
 

@@ -81,7 +81,16 @@ impl Quorum {
             Some(listener) => listener,
             None => TcpListener::bind(&self.voters[&id]).await.expect("rebind"),
         };
-        let config = NodeConfig {
+        let config = self.config(id);
+        let disk = Disk::real(self.dirs[&id].path()).expect("disk");
+        let node = driver::start(config, disk, Clock::new(), listener)
+            .await
+            .expect("the replica starts");
+        self.nodes.insert(id, node);
+    }
+
+    fn config(&self, id: i32) -> NodeConfig {
+        NodeConfig {
             node_id: id,
             voters: self.voters.clone(),
             metadata_log_dir: "metadata".into(),
@@ -90,12 +99,7 @@ impl Quorum {
             cluster_id: Some("test-cluster".into()),
             bugs: Default::default(),
             snapshots: self.snapshots,
-        };
-        let disk = Disk::real(self.dirs[&id].path()).expect("disk");
-        let node = driver::start(config, disk, Clock::new(), listener)
-            .await
-            .expect("the replica starts");
-        self.nodes.insert(id, node);
+        }
     }
 
     async fn stop(&mut self, id: i32) {
@@ -325,13 +329,23 @@ async fn a_replica_behind_the_log_start_catches_up_from_the_leaders_snapshot() {
     let status = handle.status();
     assert_eq!(status.log_start_offset, end, "{status:?}");
     assert_eq!(snapshot_files(quorum.dirs[&absent].path()), vec![name]);
-    let (id, records) = handle
+    let (id, contents) = handle
         .latest_snapshot()
         .await
         .expect("reads")
         .expect("a snapshot");
     assert_eq!(id.end_offset, end);
-    let mut state = records;
+    // The log start passed the VotersRecord at offset 0: the snapshot carries the set.
+    let voters: Option<Vec<i32>> = contents
+        .voters
+        .as_ref()
+        .map(|v| v.iter().map(|k| k.id).collect());
+    assert_eq!(
+        voters,
+        Some(vec![1, 2, 3]),
+        "the fetched snapshot's voter set"
+    );
+    let mut state = contents.records;
     state.extend(quorum.committed_from(absent, end).await);
     assert_eq!(
         state, expected,
@@ -348,6 +362,28 @@ async fn a_replica_behind_the_log_start_catches_up_from_the_leaders_snapshot() {
         .expect("the restarted replica catches up");
     assert_eq!(handle.status().log_start_offset, end);
     assert_eq!(quorum.committed_from(absent, end).await, expected[220..]);
+
+    // A replica configured with another voter set refuses the directory, naming both sets.
+    quorum.stop(absent).await;
+    let mut voters = quorum.voters.clone();
+    voters.insert(4, "127.0.0.1:1".into());
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let config = NodeConfig {
+        voters,
+        ..quorum.config(absent)
+    };
+    let disk = Disk::real(quorum.dirs[&absent].path()).expect("disk");
+    let refused = driver::start(config, disk, Clock::new(), listener).await;
+    let Err(error) = refused else {
+        panic!("a replica started on a snapshot of another voter set");
+    };
+    let error = error.to_string();
+    assert!(
+        error.contains("another quorum")
+            && error.contains("[1, 2, 3]")
+            && error.contains("[1, 2, 3, 4]"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
