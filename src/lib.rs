@@ -7,6 +7,7 @@
 pub mod broker;
 pub mod cli;
 pub mod client;
+pub mod controller;
 pub mod coordinator;
 pub mod log;
 pub mod protocol;

@@ -243,6 +243,7 @@ macro_rules! message {
                 out: &mut ::bytes::BytesMut,
                 version: i16,
             ) -> Result<(), $crate::protocol::wire::EncodeError> {
+                #[allow(unused_imports)]
                 use $crate::protocol::wire::{EncodeError, EncodeErrorKind};
                 if !$crate::protocol::message::in_range(version, Self::VERSIONS) {
                     return Err(EncodeError::new(EncodeErrorKind::UnsupportedVersion {
@@ -281,7 +282,10 @@ macro_rules! message {
 
             /// The exact number of bytes [`Self::encode`] writes in `version`.
             pub fn encoded_len(&self, version: i16) -> usize {
+                // A message without fields (NoOpRecord) uses none of these.
+                #[allow(unused_imports)]
                 use $crate::protocol::message::in_range;
+                #[allow(unused_imports)]
                 use $crate::protocol::wire::{Ctx, WireType};
                 let flexible = version >= Self::FLEXIBLE_VERSIONS_FROM;
                 let mut len = 0usize;
@@ -320,9 +324,13 @@ macro_rules! message {
             /// The fewest bytes any value of this struct occupies in `version`: what bounds
             /// the element count of an array of it.
             pub fn encoded_len_min(version: i16) -> usize {
+                // A message without fields (NoOpRecord) uses none of these.
+                #[allow(unused_imports)]
                 use $crate::protocol::message::in_range;
+                #[allow(unused_imports)]
                 use $crate::protocol::wire::{Ctx, WireType};
                 let flexible = version >= Self::FLEXIBLE_VERSIONS_FROM;
+                #[allow(unused_mut)]
                 let mut len = usize::from(flexible);
                 $(
                     if in_range(version, $crate::__samsa_versions! $fver) {
@@ -345,7 +353,10 @@ macro_rules! message {
                 out: &mut ::bytes::BytesMut,
                 version: i16,
             ) -> Result<(), $crate::protocol::wire::EncodeError> {
+                // A message without fields (NoOpRecord) uses none of these.
+                #[allow(unused_imports)]
                 use $crate::protocol::message::in_range;
+                #[allow(unused_imports)]
                 use $crate::protocol::wire::{Ctx, EncodeError, EncodeErrorKind, WireType};
                 let flexible = version >= Self::FLEXIBLE_VERSIONS_FROM;
                 $(
@@ -406,7 +417,10 @@ macro_rules! message {
                 r: &mut $crate::protocol::wire::Reader,
                 version: i16,
             ) -> Result<Self, $crate::protocol::wire::DecodeError> {
+                // A message without fields (NoOpRecord) uses none of these.
+                #[allow(unused_imports)]
                 use $crate::protocol::message::in_range;
+                #[allow(unused_imports)]
                 use $crate::protocol::wire::{Ctx, WireType};
                 let flexible = version >= Self::FLEXIBLE_VERSIONS_FROM;
                 $(
