@@ -4,5 +4,6 @@
 //! Invariants: the image is a pure function of the committed records applied in log order;
 //! nothing here does IO (the drivers on `rt` do).
 
+pub mod core;
 pub mod image;
 pub mod records;

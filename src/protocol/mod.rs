@@ -44,6 +44,7 @@ pub mod offset_delete;
 pub mod offset_fetch;
 pub mod sync_group;
 // @replication-modules
+pub mod allocate_producer_ids;
 pub mod alter_partition;
 pub mod alter_partition_reassignments;
 pub mod begin_quorum_epoch;
@@ -126,6 +127,7 @@ pub const APIS: &[ApiInfo] = &[
     api::<broker_registration::BrokerRegistrationRequest>(),
     api::<broker_heartbeat::BrokerHeartbeatRequest>(),
     api::<describe_topic_partitions::DescribeTopicPartitionsRequest>(),
+    api::<allocate_producer_ids::AllocateProducerIdsRequest>(),
 ];
 
 /// The API keys whose messages are described so far.

@@ -16,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages as kp;
 use kafka_protocol::protocol::Encodable;
 use proptest::prelude::*;
+use samsa::protocol::allocate_producer_ids::*;
 use samsa::protocol::alter_partition::*;
 use samsa::protocol::alter_partition_reassignments::*;
 use samsa::protocol::begin_quorum_epoch::*;
@@ -203,6 +204,16 @@ differential_test!(
     DescribeTopicPartitionsResponse,
     kp::DescribeTopicPartitionsResponse
 );
+differential_test!(
+    protocol_allocate_producer_ids_request_matches_kafka_protocol,
+    AllocateProducerIdsRequest,
+    kp::AllocateProducerIdsRequest
+);
+differential_test!(
+    protocol_allocate_producer_ids_response_matches_kafka_protocol,
+    AllocateProducerIdsResponse,
+    kp::AllocateProducerIdsResponse
+);
 
 /// `kafka-protocol`'s default of `T` at every version of `M`: Samsa decodes it and re-encodes
 /// the same bytes, and Samsa's own default encodes to those bytes as well (both implement the
@@ -248,6 +259,8 @@ fn protocol_replication_kafka_protocol_defaults_roundtrip() {
     kafka_defaults::<BrokerHeartbeatResponse, kp::BrokerHeartbeatResponse>();
     kafka_defaults::<DescribeTopicPartitionsRequest, kp::DescribeTopicPartitionsRequest>();
     kafka_defaults::<DescribeTopicPartitionsResponse, kp::DescribeTopicPartitionsResponse>();
+    kafka_defaults::<AllocateProducerIdsRequest, kp::AllocateProducerIdsRequest>();
+    kafka_defaults::<AllocateProducerIdsResponse, kp::AllocateProducerIdsResponse>();
 }
 
 /// The request and response of an API share their versions and flexible versions, and both
@@ -369,6 +382,12 @@ fn protocol_replication_api_table_matches_kafka_protocol() {
         kp::DescribeTopicPartitionsRequest,
         kp::DescribeTopicPartitionsResponse,
     >(ApiKey::DescribeTopicPartitions);
+    api_agrees::<
+        AllocateProducerIdsRequest,
+        AllocateProducerIdsResponse,
+        kp::AllocateProducerIdsRequest,
+        kp::AllocateProducerIdsResponse,
+    >(ApiKey::AllocateProducerIds);
 }
 
 #[test]

@@ -11,6 +11,7 @@
 use bytes::{Bytes, BytesMut};
 use proptest::collection::vec;
 use proptest::prelude::*;
+use samsa::protocol::allocate_producer_ids::*;
 use samsa::protocol::alter_partition::*;
 use samsa::protocol::alter_partition_reassignments::*;
 use samsa::protocol::begin_quorum_epoch::*;
@@ -71,6 +72,8 @@ fn decoders() -> Vec<DecoderEntry> {
         entry::<BrokerHeartbeatResponse>(),
         entry::<DescribeTopicPartitionsRequest>(),
         entry::<DescribeTopicPartitionsResponse>(),
+        entry::<AllocateProducerIdsRequest>(),
+        entry::<AllocateProducerIdsResponse>(),
     ]
 }
 
@@ -102,6 +105,8 @@ fn any_valid_encoding() -> impl Strategy<Value = (i16, Bytes)> {
         encoded::<BrokerHeartbeatResponse>(),
         encoded::<DescribeTopicPartitionsRequest>(),
         encoded::<DescribeTopicPartitionsResponse>(),
+        encoded::<AllocateProducerIdsRequest>(),
+        encoded::<AllocateProducerIdsResponse>(),
     ]
 }
 

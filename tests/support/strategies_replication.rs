@@ -1,7 +1,7 @@
 //! Proptest strategies for the replication and KRaft messages (OffsetForLeaderEpoch,
 //! ElectLeaders, the partition reassignments, Vote, BeginQuorumEpoch, EndQuorumEpoch,
 //! DescribeQuorum, AlterPartition, FetchSnapshot, BrokerRegistration, BrokerHeartbeat,
-//! DescribeTopicPartitions), shared by the replication codec tests through `#[path]`.
+//! DescribeTopicPartitions, AllocateProducerIds), shared by the replication codec tests through `#[path]`.
 //!
 //! As in `codec_strategies.rs` (whose [`Msg`] trait and helpers this reuses), each strategy
 //! takes a version and sets only the fields present in it, using null only where the version
@@ -12,6 +12,7 @@ use bytes::Bytes;
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
+use samsa::protocol::allocate_producer_ids::*;
 use samsa::protocol::alter_partition::*;
 use samsa::protocol::alter_partition_reassignments::*;
 use samsa::protocol::begin_quorum_epoch::*;
@@ -92,6 +93,8 @@ msg!(
     DescribeTopicPartitionsResponse,
     describe_topic_partitions_response
 );
+msg!(AllocateProducerIdsRequest, allocate_producer_ids_request);
+msg!(AllocateProducerIdsResponse, allocate_producer_ids_response);
 
 fn uuid() -> BoxedStrategy<Uuid> {
     prop_oneof![1 => Just(Uuid::ZERO), 3 => any::<[u8; 16]>().prop_map(Uuid)].boxed()
@@ -983,5 +986,27 @@ pub fn describe_topic_partitions_response(
                 next_cursor,
             },
         )
+        .boxed()
+}
+
+// AllocateProducerIds (67).
+
+pub fn allocate_producer_ids_request(_v: i16) -> BoxedStrategy<AllocateProducerIdsRequest> {
+    (any::<i32>(), any::<i64>())
+        .prop_map(|(broker_id, broker_epoch)| AllocateProducerIdsRequest {
+            broker_id: NodeId(broker_id),
+            broker_epoch,
+        })
+        .boxed()
+}
+
+pub fn allocate_producer_ids_response(_v: i16) -> BoxedStrategy<AllocateProducerIdsResponse> {
+    (any::<i32>(), any::<i16>(), any::<i64>(), any::<i32>())
+        .prop_map(|p| AllocateProducerIdsResponse {
+            throttle_time_ms: p.0,
+            error_code: p.1,
+            producer_id_start: p.2,
+            producer_id_len: p.3,
+        })
         .boxed()
 }

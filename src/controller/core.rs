@@ -1,0 +1,1686 @@
+//! The controller core: Kafka's `QuorumController` decisions as an IO-free state machine.
+//! It takes requests (broker registrations and heartbeats, topic and config changes, producer
+//! id blocks), committed metadata batches and the time, and gives back the records to write
+//! and the replies to send; a driver on `rt` carries them to the metadata log and the wire.
+//!
+//! Shape (the house template: inputs with `now_ms`, outputs collected in [`Ready`]):
+//! - [`Controller::replay_committed`] applies every committed batch, on every controller, to
+//!   the committed image;
+//! - [`Controller::become_active`] makes this controller the one that writes, once its raft
+//!   replica leads and it has applied everything before its epoch's first offset: the
+//!   working image starts as the committed one, and every broker gets a fresh session;
+//! - [`Controller::handle`] decides a request against the working image (committed plus this
+//!   controller's own uncommitted writes), appends its records to the working image as a
+//!   [`Proposal`] at the next offsets, and defers the reply until those offsets commit. A
+//!   request that writes nothing is answered once every earlier write has committed, as
+//!   Kafka's controller completes its read-after-write events, so no reply ever reveals
+//!   state that could still be lost;
+//! - [`Controller::tick`] fences one broker whose session expired (Kafka fences one per pass,
+//!   so a controller that was paused does not fence the whole cluster at once);
+//! - [`Controller::become_inactive`] drops the working image and answers every waiting reply
+//!   NOT_CONTROLLER.
+//!
+//! Invariants (release assertions):
+//! - the working image is the committed image plus the pending proposals, in order: every
+//!   committed batch of the active controller is the proposal at the front, record for
+//!   record;
+//! - proposals take consecutive offsets from the next offset handed over at activation, and
+//!   a broker's epoch is the offset of its RegisterBrokerRecord (Kafka's rule), known before
+//!   the record is written;
+//! - a reply is released only once the committed offset reaches the working offset it was
+//!   decided at;
+//! - every queue (pending proposals, deferred replies) has a named bound; a request past it
+//!   is refused at once, not queued.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use crate::broker::topics::{validate_name, PARTITIONS_PER_TOPIC_MAX};
+use crate::protocol::allocate_producer_ids::AllocateProducerIdsRequest;
+use crate::protocol::broker_heartbeat::BrokerHeartbeatRequest;
+use crate::protocol::broker_registration::BrokerRegistrationRequest;
+use crate::protocol::wire::Uuid;
+
+use super::image::{ConfigResource, MetadataImage, PartitionRegistration};
+use super::records::{
+    BrokerEndpoint, BrokerFeature, BrokerRegistrationChangeRecord, ConfigRecord,
+    FeatureLevelRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
+    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, DIRECTORY_MIGRATING,
+    DIRECTORY_UNASSIGNED, FENCED_CHANGE_FENCE, FENCED_CHANGE_NONE, FENCED_CHANGE_UNFENCE,
+    LEADER_UNCHANGED, METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, NO_LEADER,
+};
+
+/// Ids in one producer-id block (Kafka's `ProducerIdManager` block size).
+pub const PRODUCER_ID_BLOCK_SIZE: i32 = 1000;
+/// Proposals written but not yet committed; a request that would write more is refused.
+pub const PENDING_PROPOSALS_MAX: usize = 1024;
+/// Replies waiting for their offset to commit.
+pub const DEFERRED_REPLIES_MAX: usize = 4096;
+/// Records one proposal may hold: a CreateTopics of many partitions is one atomic batch.
+pub const PROPOSAL_RECORDS_MAX: usize = 100_000;
+/// Topics one CreateTopics, DeleteTopics or CreatePartitions may name.
+pub const TOPICS_PER_REQUEST_MAX: usize = 1000;
+/// Replication factor until partitions replicate (step 11).
+pub const REPLICATION_FACTOR_MAX: i16 = 1;
+/// The metadata topic's name, which no client may create.
+pub const METADATA_TOPIC_NAME: &str = "__cluster_metadata";
+
+const _: () = assert!(PENDING_PROPOSALS_MAX <= DEFERRED_REPLIES_MAX);
+const _: () = assert!(PARTITIONS_PER_TOPIC_MAX as usize * 2 <= PROPOSAL_RECORDS_MAX);
+
+/// The controller's settings.
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    /// This controller's node id.
+    pub node_id: i32,
+    /// The cluster id a registering broker must present.
+    pub cluster_id: String,
+    /// `broker.session.timeout.ms`: a broker without a heartbeat this long is fenced.
+    pub session_timeout_ms: u64,
+    /// `num.partitions`, for a CreateTopics that asks for -1.
+    pub num_partitions: i32,
+    /// `default.replication.factor`, for a CreateTopics that asks for -1.
+    pub default_replication_factor: i16,
+    /// `delete.topic.enable`.
+    pub delete_topic_enable: bool,
+    /// Seeds the topic ids this controller draws (from `rt`'s randomness in the driver).
+    pub seed: u64,
+}
+
+impl ControllerConfig {
+    /// Kafka's defaults (the cluster id and node id are the caller's).
+    pub fn new(node_id: i32, cluster_id: &str, seed: u64) -> ControllerConfig {
+        ControllerConfig {
+            node_id,
+            cluster_id: cluster_id.to_string(),
+            session_timeout_ms: 9_000,
+            num_partitions: 1,
+            default_replication_factor: 1,
+            delete_topic_enable: true,
+            seed,
+        }
+    }
+}
+
+/// Checks a resource's whole set of config overrides, as the broker would resolve them
+/// (topic configs over broker defaults, broker configs by their types). The controller
+/// decides; the rules live with the configs themselves.
+pub trait ConfigPolicy: std::fmt::Debug + Send + Sync {
+    fn check(
+        &self,
+        resource: &ConfigResource,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<(), String>;
+}
+
+/// Why a request was refused. Each maps to one Kafka error code at the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControllerError {
+    /// This controller is not the active one (or stopped being it before the reply).
+    NotController,
+    BrokerIdNotRegistered {
+        broker_id: i32,
+    },
+    StaleBrokerEpoch {
+        broker_id: i32,
+        epoch: i64,
+        current: i64,
+    },
+    /// Another incarnation of this id holds a live session.
+    DuplicateBrokerRegistration {
+        broker_id: i32,
+    },
+    InconsistentClusterId {
+        ours: String,
+        theirs: String,
+    },
+    /// The broker cannot run at the cluster's metadata.version.
+    UnsupportedFeature {
+        broker_id: i32,
+        reason: String,
+    },
+    InvalidRequest {
+        reason: String,
+    },
+    InvalidTopic {
+        name: String,
+        reason: String,
+    },
+    TopicAlreadyExists {
+        name: String,
+    },
+    UnknownTopic {
+        name: String,
+    },
+    UnknownTopicId {
+        id: Uuid,
+    },
+    InvalidPartitions {
+        name: String,
+        reason: String,
+    },
+    InvalidReplicationFactor {
+        name: String,
+        reason: String,
+    },
+    InvalidReplicaAssignment {
+        name: String,
+        reason: String,
+    },
+    InvalidConfig {
+        resource: ConfigResource,
+        reason: String,
+    },
+    TopicDeletionDisabled {
+        name: String,
+    },
+    ProducerIdsExhausted,
+    /// A queue of the controller is full; the client retries.
+    Overloaded {
+        what: &'static str,
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for ControllerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use ControllerError as E;
+        match self {
+            E::NotController => write!(f, "this controller is not the active controller"),
+            E::BrokerIdNotRegistered { broker_id } => {
+                write!(f, "broker {broker_id} is not registered")
+            }
+            E::StaleBrokerEpoch {
+                broker_id,
+                epoch,
+                current,
+            } => write!(
+                f,
+                "broker {broker_id}: epoch {epoch} is stale, the registered epoch is {current}"
+            ),
+            E::DuplicateBrokerRegistration { broker_id } => write!(
+                f,
+                "another incarnation of broker {broker_id} is registered and its session has not expired"
+            ),
+            E::InconsistentClusterId { ours, theirs } => write!(
+                f,
+                "the broker's cluster id {theirs} is not this cluster's {ours}"
+            ),
+            E::UnsupportedFeature { broker_id, reason } => {
+                write!(f, "broker {broker_id}: {reason}")
+            }
+            E::InvalidRequest { reason } => write!(f, "{reason}"),
+            E::InvalidTopic { name, reason } => write!(f, "topic '{name}': {reason}"),
+            E::TopicAlreadyExists { name } => write!(f, "topic '{name}' already exists"),
+            E::UnknownTopic { name } => write!(f, "topic '{name}' does not exist"),
+            E::UnknownTopicId { id } => write!(f, "no topic has id {}", id.to_base64()),
+            E::InvalidPartitions { name, reason }
+            | E::InvalidReplicationFactor { name, reason }
+            | E::InvalidReplicaAssignment { name, reason } => write!(f, "topic '{name}': {reason}"),
+            E::InvalidConfig { resource, reason } => {
+                write!(f, "{}: {reason}", describe_resource(resource))
+            }
+            E::TopicDeletionDisabled { name } => write!(
+                f,
+                "topic '{name}' cannot be deleted: delete.topic.enable is false"
+            ),
+            E::ProducerIdsExhausted => write!(f, "the producer id space is exhausted"),
+            E::Overloaded { what, limit } => {
+                write!(f, "the controller has {limit} {what} waiting already")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ControllerError {}
+
+fn describe_resource(resource: &ConfigResource) -> String {
+    match (resource.resource_type, resource.name.as_str()) {
+        (super::records::CONFIG_RESOURCE_TOPIC, name) => format!("topic '{name}'"),
+        (_, "") => "the cluster-wide broker default".to_string(),
+        (_, name) => format!("broker {name}"),
+    }
+}
+
+/// A topic to create: CreateTopics' CreatableTopic with its defaults still open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewTopic {
+    pub name: String,
+    /// -1: `num.partitions` (must be -1 with explicit assignments).
+    pub num_partitions: i32,
+    /// -1: `default.replication.factor` (must be -1 with explicit assignments).
+    pub replication_factor: i16,
+    /// Explicit replicas per partition index.
+    pub assignments: Vec<(i32, Vec<i32>)>,
+    /// Config overrides (a `None` value is refused, as Kafka refuses it).
+    pub configs: Vec<(String, Option<String>)>,
+}
+
+/// A topic named by DeleteTopics: by name (v0-5 and v6 with a null id) or by id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TopicRef {
+    Name(String),
+    Id(Uuid),
+}
+
+/// One change to one config of a resource (IncrementalAlterConfigs' operations; AlterConfigs
+/// is a Set of every given key plus a Delete of every other).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigOp {
+    Set(String, String),
+    Delete(String),
+    /// Adds items to a list config, starting from the override or else `default`.
+    Append {
+        key: String,
+        items: Vec<String>,
+        default: String,
+    },
+    /// Removes items from a list config, starting from the override or else `default`.
+    Subtract {
+        key: String,
+        items: Vec<String>,
+        default: String,
+    },
+    /// Removes every override not named by a Set of the same request (AlterConfigs).
+    DeleteOthers,
+}
+
+/// CreatePartitions for one topic: its new total count and, optionally, the replicas of each
+/// new partition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewPartitions {
+    pub name: String,
+    pub count: i32,
+    pub assignments: Option<Vec<Vec<i32>>>,
+}
+
+/// A deleted topic's name and id.
+pub type DeletedTopic = Result<(String, Uuid), ControllerError>;
+
+/// A request to the controller.
+#[derive(Clone, Debug)]
+pub enum Request {
+    RegisterBroker(BrokerRegistrationRequest),
+    Heartbeat(BrokerHeartbeatRequest),
+    CreateTopics {
+        topics: Vec<NewTopic>,
+        validate_only: bool,
+    },
+    DeleteTopics(Vec<TopicRef>),
+    CreatePartitions {
+        topics: Vec<NewPartitions>,
+        validate_only: bool,
+    },
+    AlterConfigs {
+        changes: Vec<(ConfigResource, Vec<ConfigOp>)>,
+        validate_only: bool,
+    },
+    AllocateProducerIds(AllocateProducerIdsRequest),
+}
+
+/// What a heartbeat learns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeartbeatReply {
+    pub is_caught_up: bool,
+    pub is_fenced: bool,
+    pub should_shut_down: bool,
+}
+
+/// A created topic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreatedTopic {
+    pub id: Uuid,
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+}
+
+/// The answer to a request, in the request's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    RegisterBroker(Result<i64, ControllerError>),
+    Heartbeat(Result<HeartbeatReply, ControllerError>),
+    CreateTopics(Vec<(String, Result<CreatedTopic, ControllerError>)>),
+    DeleteTopics(Vec<(TopicRef, DeletedTopic)>),
+    CreatePartitions(Vec<(String, Result<(), ControllerError>)>),
+    AlterConfigs(Vec<(ConfigResource, Result<(), ControllerError>)>),
+    /// The first id of the block and its length.
+    AllocateProducerIds(Result<(i64, i32), ControllerError>),
+}
+
+impl Reply {
+    /// The same request refused whole with `error` (NOT_CONTROLLER, overload).
+    fn refused(request: &Request, error: ControllerError) -> Reply {
+        match request {
+            Request::RegisterBroker(_) => Reply::RegisterBroker(Err(error)),
+            Request::Heartbeat(_) => Reply::Heartbeat(Err(error)),
+            Request::CreateTopics { topics, .. } => Reply::CreateTopics(
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), Err(error.clone())))
+                    .collect(),
+            ),
+            Request::DeleteTopics(topics) => Reply::DeleteTopics(
+                topics
+                    .iter()
+                    .map(|t| (t.clone(), Err(error.clone())))
+                    .collect(),
+            ),
+            Request::CreatePartitions { topics, .. } => Reply::CreatePartitions(
+                topics
+                    .iter()
+                    .map(|t| (t.name.clone(), Err(error.clone())))
+                    .collect(),
+            ),
+            Request::AlterConfigs { changes, .. } => Reply::AlterConfigs(
+                changes
+                    .iter()
+                    .map(|c| (c.0.clone(), Err(error.clone())))
+                    .collect(),
+            ),
+            Request::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+        }
+    }
+
+    /// Turns every result into `error` (a leadership lost before the reply was released).
+    fn into_refused(self, error: ControllerError) -> Reply {
+        match self {
+            Reply::RegisterBroker(_) => Reply::RegisterBroker(Err(error)),
+            Reply::Heartbeat(_) => Reply::Heartbeat(Err(error)),
+            Reply::CreateTopics(v) => {
+                Reply::CreateTopics(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
+            }
+            Reply::DeleteTopics(v) => {
+                Reply::DeleteTopics(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
+            }
+            Reply::CreatePartitions(v) => {
+                Reply::CreatePartitions(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
+            }
+            Reply::AlterConfigs(v) => {
+                Reply::AlterConfigs(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
+            }
+            Reply::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+        }
+    }
+}
+
+/// The id the driver gave a request, to route its reply.
+pub type RequestId = u64;
+
+/// Records to append to the metadata log as one batch, at `base_offset` in `epoch`: the
+/// driver appends them only if the log's next offset is still `base_offset` in that epoch,
+/// and otherwise gives up the leadership of the controller ([`Controller::become_inactive`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    pub epoch: i32,
+    pub base_offset: i64,
+    pub records: Vec<MetadataRecord>,
+}
+
+impl Proposal {
+    pub fn last_offset(&self) -> i64 {
+        self.base_offset + self.records.len() as i64 - 1
+    }
+}
+
+/// What the driver must do.
+#[derive(Debug, Default)]
+pub struct Ready {
+    pub proposals: Vec<Proposal>,
+    pub replies: Vec<(RequestId, Reply)>,
+}
+
+/// The state of the active controller.
+#[derive(Debug)]
+struct Active {
+    epoch: i32,
+    /// The committed image plus `pending`.
+    working: MetadataImage,
+    /// The offset the next proposal starts at.
+    next_offset: i64,
+    /// Written, not committed, oldest first.
+    pending: VecDeque<Proposal>,
+    /// Replies waiting until the committed offset reaches theirs.
+    deferred: VecDeque<(i64, RequestId, Reply)>,
+    /// Broker id -> the last heartbeat or registration, in ms.
+    sessions: BTreeMap<i32, u64>,
+    /// Where the next topic's replicas start among the usable brokers.
+    placement_cursor: usize,
+}
+
+/// The controller.
+#[derive(Debug)]
+pub struct Controller {
+    config: ControllerConfig,
+    policy: Arc<dyn ConfigPolicy>,
+    committed: MetadataImage,
+    /// The last committed offset applied (metadata or control batch), -1 for none.
+    applied_offset: i64,
+    active: Option<Active>,
+    /// Replies released for the driver.
+    replies: Vec<(RequestId, Reply)>,
+    proposals: Vec<Proposal>,
+    rng: u64,
+}
+
+impl Controller {
+    pub fn new(config: ControllerConfig, policy: Arc<dyn ConfigPolicy>) -> Controller {
+        let rng = config.seed | 1;
+        Controller {
+            config,
+            policy,
+            committed: MetadataImage::empty(),
+            applied_offset: -1,
+            active: None,
+            replies: Vec::new(),
+            proposals: Vec::new(),
+            rng,
+        }
+    }
+
+    /// A standby controller that starts from a snapshot's image.
+    pub fn load_snapshot(&mut self, image: MetadataImage, end_offset: i64) {
+        assert!(self.active.is_none(), "only a standby loads a snapshot");
+        assert!(end_offset > self.applied_offset);
+        assert!(image.offset < end_offset);
+        self.committed = image;
+        self.applied_offset = end_offset - 1;
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.active.is_some()
+    }
+
+    /// The committed image.
+    pub fn committed(&self) -> &MetadataImage {
+        &self.committed
+    }
+
+    /// The last committed offset applied.
+    pub fn applied_offset(&self) -> i64 {
+        self.applied_offset
+    }
+
+    /// The image requests are decided against: the working image while active.
+    pub fn working(&self) -> &MetadataImage {
+        self.active.as_ref().map_or(&self.committed, |a| &a.working)
+    }
+
+    /// Takes what the driver must do.
+    pub fn ready(&mut self) -> Ready {
+        Ready {
+            proposals: std::mem::take(&mut self.proposals),
+            replies: std::mem::take(&mut self.replies),
+        }
+    }
+
+    /// The next time [`Controller::tick`] has something to do, if any.
+    pub fn next_deadline_ms(&self) -> Option<u64> {
+        let active = self.active.as_ref()?;
+        active
+            .working
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .filter_map(|b| active.sessions.get(&b.id))
+            .map(|last| last + self.config.session_timeout_ms)
+            .min()
+    }
+
+    /// Applies one committed batch: `records` at `base_offset..`, or a control batch (no
+    /// metadata records) ending at `last_offset`. A transaction's records arrive here only
+    /// once it ended (the loader resolves them).
+    pub fn replay_committed(
+        &mut self,
+        base_offset: i64,
+        last_offset: i64,
+        epoch: i32,
+        records: &[MetadataRecord],
+    ) -> Result<(), super::image::ImageError> {
+        assert!(base_offset > self.applied_offset, "a batch applied twice");
+        assert!(last_offset >= base_offset);
+        assert!(records.len() as i64 <= last_offset - base_offset + 1);
+        for (i, record) in records.iter().enumerate() {
+            self.committed
+                .replay(base_offset + i as i64, epoch, record)?;
+        }
+        self.applied_offset = last_offset;
+        if let Some(active) = &mut self.active {
+            if !records.is_empty() {
+                let front = active
+                    .pending
+                    .pop_front()
+                    .expect("a metadata batch committed while active is this controller's own");
+                assert_eq!(front.base_offset, base_offset, "a foreign batch committed");
+                assert_eq!(front.epoch, epoch, "a batch of another epoch committed");
+                assert!(
+                    front.records == records,
+                    "the committed batch at {base_offset} is not the one proposed"
+                );
+            }
+            if active.pending.is_empty() {
+                assert_eq!(
+                    self.committed, active.working,
+                    "the working image is the committed one once nothing is pending"
+                );
+            }
+            while let Some((offset, _, _)) = active.deferred.front() {
+                if *offset > self.applied_offset {
+                    break;
+                }
+                let (_, id, reply) = active.deferred.pop_front().expect("front exists");
+                self.replies.push((id, reply));
+            }
+        }
+        Ok(())
+    }
+
+    /// Becomes the active controller of `epoch`, whose next log offset is `next_offset`: the
+    /// driver calls this once its replica leads `epoch` and every offset below `next_offset`
+    /// is committed and applied here.
+    pub fn become_active(&mut self, now_ms: u64, epoch: i32, next_offset: i64) {
+        assert!(self.active.is_none(), "already active");
+        assert_eq!(
+            self.applied_offset + 1,
+            next_offset,
+            "activated before applying the log up to the epoch's start"
+        );
+        let sessions = self
+            .committed
+            .brokers
+            .keys()
+            .map(|&id| (id, now_ms))
+            .collect();
+        self.active = Some(Active {
+            epoch,
+            working: self.committed.clone(),
+            next_offset,
+            pending: VecDeque::new(),
+            deferred: VecDeque::new(),
+            sessions,
+            placement_cursor: 0,
+        });
+        // A new cluster's log begins with its metadata.version (Kafka's bootstrap records).
+        if self.committed.metadata_version().is_none() {
+            self.write(vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+                name: METADATA_VERSION_FEATURE.to_string(),
+                feature_level: METADATA_VERSION_LEVEL,
+            })]);
+        }
+    }
+
+    /// Stops being the active controller: what was written may still commit (it is then
+    /// applied as any batch), but every waiting reply is NOT_CONTROLLER.
+    pub fn become_inactive(&mut self) {
+        let Some(active) = self.active.take() else {
+            return;
+        };
+        for (_, id, reply) in active.deferred {
+            self.replies
+                .push((id, reply.into_refused(ControllerError::NotController)));
+        }
+        // Own batches still in flight arrive through `replay_committed` as anyone's.
+    }
+
+    /// Decides a request.
+    pub fn handle(&mut self, now_ms: u64, id: RequestId, request: Request) {
+        let Some(active) = &self.active else {
+            self.replies
+                .push((id, Reply::refused(&request, ControllerError::NotController)));
+            return;
+        };
+        if active.pending.len() >= PENDING_PROPOSALS_MAX {
+            let error = ControllerError::Overloaded {
+                what: "uncommitted writes",
+                limit: PENDING_PROPOSALS_MAX,
+            };
+            self.replies.push((id, Reply::refused(&request, error)));
+            return;
+        }
+        if active.deferred.len() >= DEFERRED_REPLIES_MAX {
+            let error = ControllerError::Overloaded {
+                what: "replies",
+                limit: DEFERRED_REPLIES_MAX,
+            };
+            self.replies.push((id, Reply::refused(&request, error)));
+            return;
+        }
+        let reply = match request {
+            Request::RegisterBroker(r) => Reply::RegisterBroker(self.register_broker(now_ms, &r)),
+            Request::Heartbeat(r) => Reply::Heartbeat(self.heartbeat(now_ms, &r)),
+            Request::CreateTopics {
+                topics,
+                validate_only,
+            } => Reply::CreateTopics(self.create_topics(&topics, validate_only)),
+            Request::DeleteTopics(topics) => Reply::DeleteTopics(self.delete_topics(&topics)),
+            Request::CreatePartitions {
+                topics,
+                validate_only,
+            } => Reply::CreatePartitions(self.create_partitions(&topics, validate_only)),
+            Request::AlterConfigs {
+                changes,
+                validate_only,
+            } => Reply::AlterConfigs(self.alter_configs(&changes, validate_only)),
+            Request::AllocateProducerIds(r) => {
+                Reply::AllocateProducerIds(self.allocate_producer_ids(&r))
+            }
+        };
+        let active = self.active.as_mut().expect("still active");
+        let offset = active.next_offset - 1;
+        if offset <= self.applied_offset {
+            self.replies.push((id, reply));
+        } else {
+            active.deferred.push_back((offset, id, reply));
+        }
+    }
+
+    /// Fences the broker whose session expired longest ago, if any.
+    pub fn tick(&mut self, now_ms: u64) {
+        let Some(active) = &self.active else {
+            return;
+        };
+        let timeout_ms = self.config.session_timeout_ms;
+        let stale = active
+            .working
+            .brokers
+            .values()
+            .filter(|b| !b.fenced)
+            .filter_map(|b| active.sessions.get(&b.id).map(|last| (*last, b.id)))
+            .filter(|(last, _)| last + timeout_ms <= now_ms)
+            .min();
+        if let Some((_, broker_id)) = stale {
+            tracing::info!(broker_id, "fencing a broker whose session expired");
+            let records = self.fence_records(broker_id);
+            self.write(records);
+        }
+    }
+
+    /// Appends records to the working image as the next proposal.
+    fn write(&mut self, records: Vec<MetadataRecord>) {
+        assert!(!records.is_empty());
+        assert!(records.len() <= PROPOSAL_RECORDS_MAX);
+        let active = self
+            .active
+            .as_mut()
+            .expect("only the active controller writes");
+        let proposal = Proposal {
+            epoch: active.epoch,
+            base_offset: active.next_offset,
+            records,
+        };
+        for (i, record) in proposal.records.iter().enumerate() {
+            let offset = proposal.base_offset + i as i64;
+            if let Err(e) = active.working.replay(offset, active.epoch, record) {
+                panic!("the controller wrote a record its own image refuses: {e}");
+            }
+        }
+        if let Err(e) = active.working.check() {
+            panic!("the controller's working image is broken: {e}");
+        }
+        active.next_offset = proposal.last_offset() + 1;
+        active.pending.push_back(proposal.clone());
+        self.proposals.push(proposal);
+    }
+
+    fn active(&self) -> &Active {
+        self.active.as_ref().expect("active")
+    }
+
+    fn broker_epoch_check(&self, broker_id: i32, epoch: i64) -> Result<(), ControllerError> {
+        let broker = self
+            .active()
+            .working
+            .brokers
+            .get(&broker_id)
+            .ok_or(ControllerError::BrokerIdNotRegistered { broker_id })?;
+        if broker.epoch != epoch {
+            return Err(ControllerError::StaleBrokerEpoch {
+                broker_id,
+                epoch,
+                current: broker.epoch,
+            });
+        }
+        Ok(())
+    }
+
+    // Brokers.
+
+    fn register_broker(
+        &mut self,
+        now_ms: u64,
+        r: &BrokerRegistrationRequest,
+    ) -> Result<i64, ControllerError> {
+        let broker_id = r.broker_id.0;
+        if broker_id < 0 {
+            return Err(ControllerError::InvalidRequest {
+                reason: format!("broker id {broker_id} is negative"),
+            });
+        }
+        if r.cluster_id != self.config.cluster_id {
+            return Err(ControllerError::InconsistentClusterId {
+                ours: self.config.cluster_id.clone(),
+                theirs: r.cluster_id.clone(),
+            });
+        }
+        let active = self.active();
+        let level = active
+            .working
+            .metadata_version()
+            .unwrap_or(METADATA_VERSION_LEVEL);
+        match r
+            .features
+            .iter()
+            .find(|f| f.name == METADATA_VERSION_FEATURE)
+        {
+            Some(f) if f.min_supported_version <= level && level <= f.max_supported_version => {}
+            Some(f) => {
+                return Err(ControllerError::UnsupportedFeature {
+                    broker_id,
+                    reason: format!(
+                        "it supports metadata.version {}-{}, the cluster runs at {level}",
+                        f.min_supported_version, f.max_supported_version
+                    ),
+                })
+            }
+            None => {
+                return Err(ControllerError::UnsupportedFeature {
+                    broker_id,
+                    reason: "it names no metadata.version range".into(),
+                })
+            }
+        }
+        if let Some(existing) = active.working.brokers.get(&broker_id) {
+            let last = active.sessions.get(&broker_id).copied().unwrap_or(0);
+            let alive = last + self.config.session_timeout_ms > now_ms;
+            if existing.incarnation_id != r.incarnation_id && !existing.fenced && alive {
+                return Err(ControllerError::DuplicateBrokerRegistration { broker_id });
+            }
+        }
+        let epoch = active.next_offset;
+        let record = RegisterBrokerRecord {
+            broker_id,
+            is_migrating_zk_broker: false,
+            incarnation_id: r.incarnation_id,
+            broker_epoch: epoch,
+            end_points: r
+                .listeners
+                .iter()
+                .map(|l| BrokerEndpoint {
+                    name: l.name.clone(),
+                    host: l.host.clone(),
+                    port: l.port,
+                    security_protocol: l.security_protocol,
+                })
+                .collect(),
+            features: r
+                .features
+                .iter()
+                .map(|f| BrokerFeature {
+                    name: f.name.clone(),
+                    min_supported_version: f.min_supported_version,
+                    max_supported_version: f.max_supported_version,
+                })
+                .collect(),
+            rack: r.rack.clone(),
+            fenced: true,
+            in_controlled_shutdown: false,
+            log_dirs: r.log_dirs.clone(),
+        };
+        let mut records = Vec::new();
+        // A re-registration while the old incarnation still leads partitions fences it first,
+        // so nothing is led by an epoch that no longer exists.
+        if let Some(existing) = active.working.brokers.get(&broker_id) {
+            if !existing.fenced {
+                records = self.fence_records(broker_id);
+            }
+        }
+        let epoch = epoch + records.len() as i64;
+        records.push(MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+            broker_epoch: epoch,
+            ..record
+        }));
+        self.write(records);
+        let active = self.active.as_mut().expect("active");
+        active.sessions.insert(broker_id, now_ms);
+        Ok(epoch)
+    }
+
+    fn heartbeat(
+        &mut self,
+        now_ms: u64,
+        r: &BrokerHeartbeatRequest,
+    ) -> Result<HeartbeatReply, ControllerError> {
+        let broker_id = r.broker_id.0;
+        self.broker_epoch_check(broker_id, r.broker_epoch)?;
+        let active = self.active.as_mut().expect("active");
+        active.sessions.insert(broker_id, now_ms);
+        let broker = active.working.brokers[&broker_id].clone();
+        let is_caught_up = r.current_metadata_offset.0 >= broker.epoch;
+        if broker.fenced {
+            if r.want_shut_down {
+                return Ok(HeartbeatReply {
+                    is_caught_up,
+                    is_fenced: true,
+                    should_shut_down: true,
+                });
+            }
+            if is_caught_up && !r.want_fence {
+                let records = self.unfence_records(broker_id);
+                self.write(records);
+            }
+        } else if r.want_fence {
+            let records = self.fence_records(broker_id);
+            self.write(records);
+        } else if r.want_shut_down && !broker.in_controlled_shutdown {
+            let records = self.controlled_shutdown_records(broker_id);
+            self.write(records);
+        }
+        let working = &self.active().working;
+        let broker = &working.brokers[&broker_id];
+        let leads_nothing = !working
+            .topics
+            .values()
+            .any(|t| t.partitions.values().any(|p| p.leader == broker_id));
+        Ok(HeartbeatReply {
+            is_caught_up,
+            is_fenced: broker.fenced,
+            should_shut_down: broker.in_controlled_shutdown && leads_nothing,
+        })
+    }
+
+    /// Whether a broker may lead and be in an ISR now.
+    fn usable(&self, broker_id: i32) -> bool {
+        self.active()
+            .working
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| b.is_active())
+    }
+
+    /// The change of one partition once `isr` is its ISR, electing a leader if its leader is
+    /// no longer in the ISR or not usable: the first replica, in replica order, that is in
+    /// the ISR and usable (Kafka's PartitionChangeBuilder without ELR), else none.
+    fn partition_change(
+        &self,
+        topic_id: Uuid,
+        index: i32,
+        p: &PartitionRegistration,
+        isr: Vec<i32>,
+    ) -> Option<PartitionChangeRecord> {
+        let leader = if isr.contains(&p.leader) && self.usable(p.leader) {
+            p.leader
+        } else {
+            p.replicas
+                .iter()
+                .copied()
+                .find(|r| isr.contains(r) && self.usable(*r))
+                .unwrap_or(NO_LEADER)
+        };
+        let isr_changed = isr != p.isr;
+        let leader_changed = leader != p.leader;
+        if !isr_changed && !leader_changed {
+            return None;
+        }
+        Some(PartitionChangeRecord {
+            partition_id: index,
+            topic_id,
+            isr: isr_changed.then_some(isr),
+            leader: if leader_changed {
+                leader
+            } else {
+                LEADER_UNCHANGED
+            },
+            ..PartitionChangeRecord::default()
+        })
+    }
+
+    /// Every partition change that taking `broker_id` out of service needs: it leaves each
+    /// ISR it is in (unless it is the last member, which Kafka keeps so that the partition's
+    /// data is not forgotten), and leadership moves or goes.
+    fn partition_changes_without(&self, broker_id: i32) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for topic in self.active().working.topics.values() {
+            for (index, p) in &topic.partitions {
+                if !p.isr.contains(&broker_id) && p.leader != broker_id {
+                    continue;
+                }
+                let mut isr: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker_id).collect();
+                if isr.is_empty() {
+                    isr = p.isr.clone();
+                }
+                if let Some(change) = self.partition_change(topic.id, *index, p, isr) {
+                    out.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
+        out
+    }
+
+    fn fence_records(&mut self, broker_id: i32) -> Vec<MetadataRecord> {
+        let epoch = self.active().working.brokers[&broker_id].epoch;
+        // The registration change first: the partition changes then see the broker unusable.
+        let fence = BrokerRegistrationChangeRecord {
+            broker_id,
+            broker_epoch: epoch,
+            fenced: FENCED_CHANGE_FENCE,
+            ..BrokerRegistrationChangeRecord::default()
+        };
+        self.with_broker_change(fence, |c| c.partition_changes_without(broker_id))
+    }
+
+    fn controlled_shutdown_records(&mut self, broker_id: i32) -> Vec<MetadataRecord> {
+        let epoch = self.active().working.brokers[&broker_id].epoch;
+        let change = BrokerRegistrationChangeRecord {
+            broker_id,
+            broker_epoch: epoch,
+            fenced: FENCED_CHANGE_NONE,
+            in_controlled_shutdown: 1,
+            ..BrokerRegistrationChangeRecord::default()
+        };
+        self.with_broker_change(change, |c| c.partition_changes_without(broker_id))
+    }
+
+    fn unfence_records(&mut self, broker_id: i32) -> Vec<MetadataRecord> {
+        let epoch = self.active().working.brokers[&broker_id].epoch;
+        let unfence = BrokerRegistrationChangeRecord {
+            broker_id,
+            broker_epoch: epoch,
+            fenced: FENCED_CHANGE_UNFENCE,
+            ..BrokerRegistrationChangeRecord::default()
+        };
+        // Partitions without a leader whose ISR has this broker get it as their leader.
+        self.with_broker_change(unfence, |c| {
+            let mut out = Vec::new();
+            for topic in c.active().working.topics.values() {
+                for (index, p) in &topic.partitions {
+                    if p.has_leader() || !p.isr.contains(&broker_id) {
+                        continue;
+                    }
+                    if let Some(change) = c.partition_change(topic.id, *index, p, p.isr.clone()) {
+                        out.push(MetadataRecord::PartitionChange(change));
+                    }
+                }
+            }
+            out
+        })
+    }
+
+    /// The broker change followed by the partition changes `then` decides with the broker
+    /// change already in effect (decided on a scratch copy of the working image).
+    fn with_broker_change(
+        &mut self,
+        change: BrokerRegistrationChangeRecord,
+        then: impl FnOnce(&Controller) -> Vec<MetadataRecord>,
+    ) -> Vec<MetadataRecord> {
+        let record = MetadataRecord::BrokerRegistrationChange(change);
+        let active = self.active.as_mut().expect("active");
+        let saved = active.working.clone();
+        let offset = active.next_offset;
+        let epoch = active.epoch;
+        if let Err(e) = active.working.replay(offset, epoch, &record) {
+            panic!("a broker change the working image refuses: {e}");
+        }
+        let mut records = vec![record];
+        records.extend(then(self));
+        self.active.as_mut().expect("active").working = saved;
+        records
+    }
+
+    // Topics.
+
+    fn next_topic_id(&mut self, taken: &BTreeSet<Uuid>) -> Uuid {
+        loop {
+            let mut bytes = [0u8; 16];
+            for chunk in bytes.chunks_mut(8) {
+                // xorshift64*: deterministic from the seed, which the driver draws from rt.
+                self.rng ^= self.rng >> 12;
+                self.rng ^= self.rng << 25;
+                self.rng ^= self.rng >> 27;
+                let v = self.rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                chunk.copy_from_slice(&v.to_le_bytes());
+            }
+            let id = Uuid(bytes);
+            // Kafka's Uuid.randomUuid: never the zero or metadata-topic id, and never one
+            // whose base64 starts with '-' (a command line would read it as an option).
+            let reserved = id == Uuid::ZERO || id == DIRECTORY_UNASSIGNED;
+            if reserved || id.to_base64().starts_with('-') {
+                continue;
+            }
+            if taken.contains(&id) || self.working().topics.contains_key(&id) {
+                continue;
+            }
+            return id;
+        }
+    }
+
+    /// The usable brokers, by id.
+    fn usable_brokers(&self) -> Vec<i32> {
+        self.active()
+            .working
+            .brokers
+            .values()
+            .filter(|b| b.is_active())
+            .map(|b| b.id)
+            .collect()
+    }
+
+    /// A partition's directory of each replica, as Kafka's `ClusterControlManager.defaultDir`:
+    /// the broker's only log directory, MIGRATING if it registered none, UNASSIGNED if many.
+    fn directories(&self, replicas: &[i32]) -> Vec<Uuid> {
+        replicas
+            .iter()
+            .map(|r| match self.active().working.brokers.get(r) {
+                Some(b) if b.log_dirs.len() == 1 => b.log_dirs[0],
+                Some(b) if b.log_dirs.is_empty() => DIRECTORY_MIGRATING,
+                _ => DIRECTORY_UNASSIGNED,
+            })
+            .collect()
+    }
+
+    fn new_partition(&self, topic_id: Uuid, index: i32, replicas: Vec<i32>) -> PartitionRecord {
+        let isr: Vec<i32> = replicas
+            .iter()
+            .copied()
+            .filter(|r| self.usable(*r))
+            .collect();
+        let leader = replicas
+            .iter()
+            .copied()
+            .find(|r| isr.contains(r))
+            .unwrap_or(NO_LEADER);
+        PartitionRecord {
+            partition_id: index,
+            topic_id,
+            directories: self.directories(&replicas),
+            replicas,
+            isr,
+            leader,
+            leader_epoch: 0,
+            partition_epoch: 0,
+            ..PartitionRecord::default()
+        }
+    }
+
+    /// Checks explicit replicas of one partition.
+    fn check_assignment(
+        &self,
+        name: &str,
+        index: i32,
+        replicas: &[i32],
+    ) -> Result<(), ControllerError> {
+        let invalid = |reason: String| ControllerError::InvalidReplicaAssignment {
+            name: name.to_string(),
+            reason,
+        };
+        if replicas.is_empty() {
+            return Err(invalid(format!("partition {index} has no replicas")));
+        }
+        let distinct: BTreeSet<i32> = replicas.iter().copied().collect();
+        if distinct.len() != replicas.len() {
+            return Err(invalid(format!(
+                "partition {index} names a replica twice: {replicas:?}"
+            )));
+        }
+        if replicas.len() > REPLICATION_FACTOR_MAX as usize {
+            return Err(ControllerError::InvalidReplicationFactor {
+                name: name.to_string(),
+                reason: format!(
+                    "partition {index} has {} replicas; replication factors above {REPLICATION_FACTOR_MAX} are not supported yet",
+                    replicas.len()
+                ),
+            });
+        }
+        for r in replicas {
+            if !self.active().working.brokers.contains_key(r) {
+                return Err(invalid(format!(
+                    "partition {index} names broker {r}, which is not registered"
+                )));
+            }
+        }
+        if !replicas.iter().any(|r| self.usable(*r)) {
+            return Err(invalid(format!(
+                "all brokers of partition {index} ({replicas:?}) are fenced or shutting down"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Replicas of `count` new partitions starting at `first`, `factor` each, spread over the
+    /// usable brokers round robin from the placement cursor.
+    fn place(
+        &mut self,
+        name: &str,
+        first: i32,
+        count: i32,
+        factor: i16,
+    ) -> Result<Vec<Vec<i32>>, ControllerError> {
+        let brokers = self.usable_brokers();
+        if factor < 1 || factor as usize > brokers.len() {
+            return Err(ControllerError::InvalidReplicationFactor {
+                name: name.to_string(),
+                reason: format!(
+                    "replication factor {factor} cannot be reached: {} broker(s) are registered and unfenced",
+                    brokers.len()
+                ),
+            });
+        }
+        let active = self.active.as_mut().expect("active");
+        let start = active.placement_cursor;
+        active.placement_cursor = active.placement_cursor.wrapping_add(1);
+        Ok((first..first + count)
+            .map(|index| {
+                (0..factor as usize)
+                    .map(|j| brokers[(start + index as usize + j) % brokers.len()])
+                    .collect()
+            })
+            .collect())
+    }
+
+    fn create_topics(
+        &mut self,
+        topics: &[NewTopic],
+        validate_only: bool,
+    ) -> Vec<(String, Result<CreatedTopic, ControllerError>)> {
+        if topics.len() > TOPICS_PER_REQUEST_MAX {
+            let error = ControllerError::InvalidRequest {
+                reason: format!(
+                    "{} topics in one request, more than {TOPICS_PER_REQUEST_MAX}",
+                    topics.len()
+                ),
+            };
+            return topics
+                .iter()
+                .map(|t| (t.name.clone(), Err(error.clone())))
+                .collect();
+        }
+        let mut names_seen = BTreeSet::new();
+        let mut taken_ids = BTreeSet::new();
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        for topic in topics {
+            if !names_seen.insert(topic.name.clone()) {
+                results.push((
+                    topic.name.clone(),
+                    Err(ControllerError::InvalidRequest {
+                        reason: format!("topic '{}' appears twice in the request", topic.name),
+                    }),
+                ));
+                continue;
+            }
+            let result = self.create_topic(topic, &mut taken_ids);
+            results.push((
+                topic.name.clone(),
+                result.map(|(created, topic_records)| {
+                    records.extend(topic_records);
+                    created
+                }),
+            ));
+        }
+        // The request's topics are created in one batch, so a create that collides with
+        // another topic of the same request is caught against what went before it.
+        if !validate_only && !records.is_empty() {
+            self.write(records);
+        }
+        results
+    }
+
+    fn create_topic(
+        &mut self,
+        topic: &NewTopic,
+        taken_ids: &mut BTreeSet<Uuid>,
+    ) -> Result<(CreatedTopic, Vec<MetadataRecord>), ControllerError> {
+        let name = &topic.name;
+        validate_name(name).map_err(|e| ControllerError::InvalidTopic {
+            name: name.clone(),
+            reason: e.to_string(),
+        })?;
+        if name == METADATA_TOPIC_NAME {
+            return Err(ControllerError::InvalidTopic {
+                name: name.clone(),
+                reason: "it is the metadata log's name".into(),
+            });
+        }
+        let working = &self.active().working;
+        if working.topic_ids.contains_key(name) {
+            return Err(ControllerError::TopicAlreadyExists { name: name.clone() });
+        }
+        let key = name.replace('.', "_");
+        if let Some(existing) = working
+            .topic_ids
+            .keys()
+            .find(|n| n.replace('.', "_") == key)
+        {
+            return Err(ControllerError::InvalidTopic {
+                name: name.clone(),
+                reason: format!(
+                    "it collides with existing topic '{existing}' ('.' and '_' are the same in metric names)"
+                ),
+            });
+        }
+        let mut overrides = BTreeMap::new();
+        for (key, value) in &topic.configs {
+            let Some(value) = value else {
+                return Err(ControllerError::InvalidConfig {
+                    resource: ConfigResource::topic(name),
+                    reason: format!("a null value for '{key}'"),
+                });
+            };
+            if overrides.insert(key.clone(), value.clone()).is_some() {
+                return Err(ControllerError::InvalidRequest {
+                    reason: format!("topic '{name}': config '{key}' is given twice"),
+                });
+            }
+        }
+        let resource = ConfigResource::topic(name);
+        self.policy.check(&resource, &overrides).map_err(|reason| {
+            ControllerError::InvalidConfig {
+                resource: resource.clone(),
+                reason,
+            }
+        })?;
+        let replicas: Vec<Vec<i32>> = if topic.assignments.is_empty() {
+            let partitions = if topic.num_partitions == -1 {
+                self.config.num_partitions
+            } else {
+                topic.num_partitions
+            };
+            if !(1..=PARTITIONS_PER_TOPIC_MAX).contains(&partitions) {
+                return Err(ControllerError::InvalidPartitions {
+                    name: name.clone(),
+                    reason: format!(
+                        "{partitions} partitions is outside [1, {PARTITIONS_PER_TOPIC_MAX}]"
+                    ),
+                });
+            }
+            let factor = if topic.replication_factor == -1 {
+                self.config.default_replication_factor
+            } else {
+                topic.replication_factor
+            };
+            if factor > REPLICATION_FACTOR_MAX {
+                return Err(ControllerError::InvalidReplicationFactor {
+                    name: name.clone(),
+                    reason: format!(
+                        "replication factor {factor}: factors above {REPLICATION_FACTOR_MAX} are not supported yet"
+                    ),
+                });
+            }
+            self.place(name, 0, partitions, factor)?
+        } else {
+            if topic.num_partitions != -1 || topic.replication_factor != -1 {
+                return Err(ControllerError::InvalidRequest {
+                    reason: format!(
+                        "topic '{name}': both assignments and a partition count or replication factor"
+                    ),
+                });
+            }
+            if topic.assignments.len() > PARTITIONS_PER_TOPIC_MAX as usize {
+                return Err(ControllerError::InvalidPartitions {
+                    name: name.clone(),
+                    reason: format!(
+                        "{} partitions is more than {PARTITIONS_PER_TOPIC_MAX}",
+                        topic.assignments.len()
+                    ),
+                });
+            }
+            let mut sorted = topic.assignments.clone();
+            sorted.sort_by_key(|a| a.0);
+            let mut out = Vec::new();
+            for (expected, (index, replicas)) in sorted.into_iter().enumerate() {
+                if index != expected as i32 {
+                    return Err(ControllerError::InvalidReplicaAssignment {
+                        name: name.clone(),
+                        reason: format!(
+                            "partitions must be numbered 0 to {} without gaps",
+                            topic.assignments.len() - 1
+                        ),
+                    });
+                }
+                self.check_assignment(name, index, &replicas)?;
+                if replicas.len() != out.first().map_or(replicas.len(), |f: &Vec<i32>| f.len()) {
+                    return Err(ControllerError::InvalidReplicaAssignment {
+                        name: name.clone(),
+                        reason: "partitions have different numbers of replicas".into(),
+                    });
+                }
+                out.push(replicas);
+            }
+            out
+        };
+        let id = self.next_topic_id(taken_ids);
+        taken_ids.insert(id);
+        let mut records = vec![MetadataRecord::Topic(TopicRecord {
+            name: name.clone(),
+            topic_id: id,
+        })];
+        for (key, value) in &overrides {
+            records.push(MetadataRecord::Config(ConfigRecord {
+                resource_type: resource.resource_type,
+                resource_name: name.clone(),
+                name: key.clone(),
+                value: Some(value.clone()),
+            }));
+        }
+        let created = CreatedTopic {
+            id,
+            num_partitions: replicas.len() as i32,
+            replication_factor: replicas[0].len() as i16,
+        };
+        for (index, replicas) in replicas.into_iter().enumerate() {
+            records.push(MetadataRecord::Partition(self.new_partition(
+                id,
+                index as i32,
+                replicas,
+            )));
+        }
+        Ok((created, records))
+    }
+
+    fn delete_topics(&mut self, topics: &[TopicRef]) -> Vec<(TopicRef, DeletedTopic)> {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        let mut removed = BTreeSet::new();
+        for topic in topics.iter().take(TOPICS_PER_REQUEST_MAX) {
+            let working = &self.active().working;
+            let found = match topic {
+                TopicRef::Name(name) => working
+                    .topic(name)
+                    .map(|t| (t.name.clone(), t.id))
+                    .ok_or(ControllerError::UnknownTopic { name: name.clone() }),
+                TopicRef::Id(id) => working
+                    .topic_by_id(*id)
+                    .map(|t| (t.name.clone(), t.id))
+                    .ok_or(ControllerError::UnknownTopicId { id: *id }),
+            };
+            let result = found.and_then(|(name, id)| {
+                if !self.config.delete_topic_enable {
+                    return Err(ControllerError::TopicDeletionDisabled { name });
+                }
+                if removed.insert(id) {
+                    records.push(MetadataRecord::RemoveTopic(RemoveTopicRecord {
+                        topic_id: id,
+                    }));
+                }
+                Ok((name, id))
+            });
+            results.push((topic.clone(), result));
+        }
+        for topic in topics.iter().skip(TOPICS_PER_REQUEST_MAX) {
+            results.push((
+                topic.clone(),
+                Err(ControllerError::InvalidRequest {
+                    reason: format!("more than {TOPICS_PER_REQUEST_MAX} topics in one request"),
+                }),
+            ));
+        }
+        if !records.is_empty() {
+            self.write(records);
+        }
+        results
+    }
+
+    fn create_partitions(
+        &mut self,
+        topics: &[NewPartitions],
+        validate_only: bool,
+    ) -> Vec<(String, Result<(), ControllerError>)> {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        let mut seen = BTreeSet::new();
+        for NewPartitions {
+            name,
+            count,
+            assignments,
+        } in topics
+        {
+            let result = if seen.insert(name.clone()) && topics.len() <= TOPICS_PER_REQUEST_MAX {
+                self.create_partitions_of(name, *count, assignments.as_deref())
+            } else {
+                Err(ControllerError::InvalidRequest {
+                    reason: format!(
+                        "topic '{name}' appears twice, or the request names more than {TOPICS_PER_REQUEST_MAX} topics"
+                    ),
+                })
+            };
+            results.push((
+                name.clone(),
+                result.map(|topic_records| records.extend(topic_records)),
+            ));
+        }
+        if !validate_only && !records.is_empty() {
+            self.write(records);
+        }
+        results
+    }
+
+    fn create_partitions_of(
+        &mut self,
+        name: &str,
+        count: i32,
+        assignments: Option<&[Vec<i32>]>,
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let topic =
+            self.active()
+                .working
+                .topic(name)
+                .cloned()
+                .ok_or(ControllerError::UnknownTopic {
+                    name: name.to_string(),
+                })?;
+        let current = topic.partitions.len() as i32;
+        let invalid = |reason: String| ControllerError::InvalidPartitions {
+            name: name.to_string(),
+            reason,
+        };
+        if count <= current {
+            return Err(invalid(if count == current {
+                format!("the topic already has {current} partitions")
+            } else {
+                format!(
+                    "the topic currently has {current} partitions, which is higher than the requested {count}"
+                )
+            }));
+        }
+        if count > PARTITIONS_PER_TOPIC_MAX {
+            return Err(invalid(format!(
+                "{count} partitions is more than {PARTITIONS_PER_TOPIC_MAX}"
+            )));
+        }
+        let factor = topic.partitions.get(&0).map_or(1, |p| p.replicas.len()) as i16;
+        let replicas = match assignments {
+            None => self.place(name, current, count - current, factor)?,
+            Some(assignments) => {
+                if assignments.len() as i32 != count - current {
+                    return Err(ControllerError::InvalidReplicaAssignment {
+                        name: name.to_string(),
+                        reason: format!(
+                            "{} assignments for {} new partitions",
+                            assignments.len(),
+                            count - current
+                        ),
+                    });
+                }
+                for (i, replicas) in assignments.iter().enumerate() {
+                    self.check_assignment(name, current + i as i32, replicas)?;
+                    if replicas.len() as i16 != factor {
+                        return Err(ControllerError::InvalidReplicaAssignment {
+                            name: name.to_string(),
+                            reason: format!(
+                                "partition {} has {} replicas, the topic's factor is {factor}",
+                                current + i as i32,
+                                replicas.len()
+                            ),
+                        });
+                    }
+                }
+                assignments.to_vec()
+            }
+        };
+        Ok(replicas
+            .into_iter()
+            .enumerate()
+            .map(|(i, replicas)| {
+                MetadataRecord::Partition(self.new_partition(
+                    topic.id,
+                    current + i as i32,
+                    replicas,
+                ))
+            })
+            .collect())
+    }
+
+    fn alter_configs(
+        &mut self,
+        changes: &[(ConfigResource, Vec<ConfigOp>)],
+        validate_only: bool,
+    ) -> Vec<(ConfigResource, Result<(), ControllerError>)> {
+        let mut records = Vec::new();
+        let mut results = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (resource, ops) in changes {
+            let result = if seen.insert(resource.clone()) {
+                self.alter_configs_of(resource, ops)
+            } else {
+                Err(ControllerError::InvalidRequest {
+                    reason: format!("{} appears twice", describe_resource(resource)),
+                })
+            };
+            results.push((
+                resource.clone(),
+                result.map(|resource_records| records.extend(resource_records)),
+            ));
+        }
+        if !validate_only && !records.is_empty() {
+            self.write(records);
+        }
+        results
+    }
+
+    fn alter_configs_of(
+        &self,
+        resource: &ConfigResource,
+        ops: &[ConfigOp],
+    ) -> Result<Vec<MetadataRecord>, ControllerError> {
+        let working = &self.active().working;
+        match resource.resource_type {
+            super::records::CONFIG_RESOURCE_TOPIC => {
+                if working.topic(&resource.name).is_none() {
+                    return Err(ControllerError::UnknownTopic {
+                        name: resource.name.clone(),
+                    });
+                }
+            }
+            super::records::CONFIG_RESOURCE_BROKER => {
+                if !resource.name.is_empty() && resource.name.parse::<i32>().is_err() {
+                    return Err(ControllerError::InvalidRequest {
+                        reason: format!("broker resource '{}' is not a broker id", resource.name),
+                    });
+                }
+            }
+            other => {
+                return Err(ControllerError::InvalidRequest {
+                    reason: format!("config resource type {other} is not supported"),
+                })
+            }
+        }
+        let before = working.configs_of(resource);
+        let mut after = before.clone();
+        let kept: BTreeSet<&str> = ops
+            .iter()
+            .filter_map(|op| match op {
+                ConfigOp::Set(k, _) => Some(k.as_str()),
+                _ => None,
+            })
+            .collect();
+        for op in ops {
+            match op {
+                ConfigOp::Set(k, v) => {
+                    after.insert(k.clone(), v.clone());
+                }
+                ConfigOp::Delete(k) => {
+                    after.remove(k);
+                }
+                ConfigOp::DeleteOthers => after.retain(|k, _| kept.contains(k.as_str())),
+                ConfigOp::Append {
+                    key,
+                    items,
+                    default,
+                } => {
+                    let mut list = list_items(after.get(key).unwrap_or(default));
+                    for item in items {
+                        if !list.contains(item) {
+                            list.push(item.clone());
+                        }
+                    }
+                    after.insert(key.clone(), list.join(","));
+                }
+                ConfigOp::Subtract {
+                    key,
+                    items,
+                    default,
+                } => {
+                    let mut list = list_items(after.get(key).unwrap_or(default));
+                    list.retain(|i| !items.contains(i));
+                    after.insert(key.clone(), list.join(","));
+                }
+            }
+        }
+        self.policy
+            .check(resource, &after)
+            .map_err(|reason| ControllerError::InvalidConfig {
+                resource: resource.clone(),
+                reason,
+            })?;
+        let record = |name: &String, value: Option<String>| {
+            MetadataRecord::Config(ConfigRecord {
+                resource_type: resource.resource_type,
+                resource_name: resource.name.clone(),
+                name: name.clone(),
+                value,
+            })
+        };
+        let mut records = Vec::new();
+        for (k, v) in &after {
+            if before.get(k) != Some(v) {
+                records.push(record(k, Some(v.clone())));
+            }
+        }
+        for k in before.keys() {
+            if !after.contains_key(k) {
+                records.push(record(k, None));
+            }
+        }
+        Ok(records)
+    }
+
+    fn allocate_producer_ids(
+        &mut self,
+        r: &AllocateProducerIdsRequest,
+    ) -> Result<(i64, i32), ControllerError> {
+        self.broker_epoch_check(r.broker_id.0, r.broker_epoch)?;
+        let start = self.active().working.next_producer_id;
+        let next = start
+            .checked_add(i64::from(PRODUCER_ID_BLOCK_SIZE))
+            .filter(|n| *n < i64::MAX - i64::from(PRODUCER_ID_BLOCK_SIZE))
+            .ok_or(ControllerError::ProducerIdsExhausted)?;
+        self.write(vec![MetadataRecord::ProducerIds(ProducerIdsRecord {
+            broker_id: r.broker_id.0,
+            broker_epoch: r.broker_epoch,
+            next_producer_id: next,
+        })]);
+        Ok((start, PRODUCER_ID_BLOCK_SIZE))
+    }
+}
+
+/// A list config's items (comma separated, blanks dropped).
+fn list_items(value: &str) -> Vec<String> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "core_tests.rs"]
+mod tests;

@@ -1,0 +1,956 @@
+use super::*;
+use crate::controller::records::CONFIG_RESOURCE_TOPIC;
+use crate::protocol::broker_registration::{BrokerRegistrationFeature, BrokerRegistrationListener};
+use crate::protocol::types::{NodeId, Offset};
+
+/// Accepts the few keys the tests use, with numeric values where Kafka's are numeric.
+#[derive(Debug)]
+struct TestPolicy;
+
+impl ConfigPolicy for TestPolicy {
+    fn check(
+        &self,
+        _resource: &ConfigResource,
+        overrides: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        for (k, v) in overrides {
+            match k.as_str() {
+                "retention.ms" | "log.retention.ms" => {
+                    v.parse::<i64>()
+                        .map_err(|_| format!("'{k}' must be a number, not '{v}'"))?;
+                }
+                "cleanup.policy" => {
+                    for item in v.split(',') {
+                        if item != "delete" && item != "compact" {
+                            return Err(format!("'{item}' is not a cleanup policy"));
+                        }
+                    }
+                }
+                _ => return Err(format!("unknown config '{k}'")),
+            }
+        }
+        Ok(())
+    }
+}
+
+const CLUSTER: &str = "cluster-one";
+
+fn controller() -> Controller {
+    Controller::new(ControllerConfig::new(1, CLUSTER, 7), Arc::new(TestPolicy))
+}
+
+/// An active controller of epoch 1 on an empty log (offset 0 holds the leader's record),
+/// with the bootstrap committed.
+fn active(now_ms: u64) -> Controller {
+    let mut c = controller();
+    c.replay_committed(0, 0, 1, &[]).unwrap();
+    c.become_active(now_ms, 1, 1);
+    commit_all(&mut c);
+    c
+}
+
+/// Commits every proposal written so far, in order, and returns the replies released.
+fn commit_all(c: &mut Controller) -> Vec<(RequestId, Reply)> {
+    let ready = c.ready();
+    let mut replies = ready.replies;
+    for p in ready.proposals {
+        c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+            .unwrap();
+        replies.extend(c.ready().replies);
+    }
+    replies
+}
+
+fn registration(broker_id: i32, incarnation: u8) -> BrokerRegistrationRequest {
+    BrokerRegistrationRequest {
+        broker_id: NodeId(broker_id),
+        cluster_id: CLUSTER.into(),
+        incarnation_id: Uuid([incarnation; 16]),
+        listeners: vec![BrokerRegistrationListener {
+            name: "PLAINTEXT".into(),
+            host: "127.0.0.1".into(),
+            port: 9092 + broker_id as u16,
+            security_protocol: 0,
+        }],
+        features: vec![BrokerRegistrationFeature {
+            name: METADATA_VERSION_FEATURE.into(),
+            min_supported_version: 1,
+            max_supported_version: METADATA_VERSION_LEVEL,
+        }],
+        log_dirs: vec![Uuid([0x40 + broker_id as u8; 16])],
+        ..BrokerRegistrationRequest::default()
+    }
+}
+
+fn heartbeat(broker_id: i32, epoch: i64, offset: i64) -> BrokerHeartbeatRequest {
+    BrokerHeartbeatRequest {
+        broker_id: NodeId(broker_id),
+        broker_epoch: epoch,
+        current_metadata_offset: Offset(offset),
+        ..BrokerHeartbeatRequest::default()
+    }
+}
+
+/// One request, committed, and its reply.
+fn call(c: &mut Controller, now_ms: u64, request: Request) -> Reply {
+    c.handle(now_ms, 99, request);
+    let mut replies = commit_all(c);
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    let (id, reply) = replies.remove(0);
+    assert_eq!(id, 99);
+    reply
+}
+
+/// Registers and unfences `broker_id`; its epoch.
+fn join(c: &mut Controller, now_ms: u64, broker_id: i32) -> i64 {
+    let Reply::RegisterBroker(Ok(epoch)) = call(
+        c,
+        now_ms,
+        Request::RegisterBroker(registration(broker_id, 1)),
+    ) else {
+        panic!("registration refused");
+    };
+    let offset = c.applied_offset();
+    let Reply::Heartbeat(Ok(state)) = call(
+        c,
+        now_ms,
+        Request::Heartbeat(heartbeat(broker_id, epoch, offset)),
+    ) else {
+        panic!("heartbeat refused");
+    };
+    assert!(!state.is_fenced);
+    epoch
+}
+
+fn create(
+    c: &mut Controller,
+    name: &str,
+    partitions: i32,
+    factor: i16,
+) -> Result<CreatedTopic, ControllerError> {
+    let topic = NewTopic {
+        name: name.into(),
+        num_partitions: partitions,
+        replication_factor: factor,
+        assignments: vec![],
+        configs: vec![],
+    };
+    let Reply::CreateTopics(mut results) = call(
+        c,
+        0,
+        Request::CreateTopics {
+            topics: vec![topic],
+            validate_only: false,
+        },
+    ) else {
+        panic!("not a CreateTopics reply");
+    };
+    results.remove(0).1
+}
+
+#[test]
+fn controller_a_new_cluster_starts_with_its_metadata_version() {
+    let mut c = controller();
+    c.replay_committed(0, 0, 1, &[]).unwrap();
+    c.become_active(0, 1, 1);
+    let ready = c.ready();
+    assert_eq!(ready.proposals.len(), 1);
+    assert_eq!(ready.proposals[0].base_offset, 1);
+    assert_eq!(
+        ready.proposals[0].records,
+        vec![MetadataRecord::FeatureLevel(FeatureLevelRecord {
+            name: METADATA_VERSION_FEATURE.into(),
+            feature_level: METADATA_VERSION_LEVEL,
+        })]
+    );
+    let p = &ready.proposals[0];
+    c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+        .unwrap();
+    assert_eq!(
+        c.committed().metadata_version(),
+        Some(METADATA_VERSION_LEVEL)
+    );
+    // A controller that becomes active on a log that has it writes nothing.
+    c.become_inactive();
+    c.replay_committed(2, 2, 2, &[]).unwrap();
+    c.become_active(0, 2, 3);
+    assert!(c.ready().proposals.is_empty());
+}
+
+#[test]
+fn controller_a_broker_epoch_is_the_offset_of_its_registration() {
+    let mut c = active(0);
+    c.handle(0, 1, Request::RegisterBroker(registration(3, 1)));
+    let ready = c.ready();
+    assert!(ready.replies.is_empty(), "the reply waits for the commit");
+    let p = &ready.proposals[0];
+    let MetadataRecord::RegisterBroker(r) = &p.records[0] else {
+        panic!("{:?}", p.records);
+    };
+    assert_eq!(r.broker_epoch, p.base_offset, "epoch = the record's offset");
+    assert!(r.fenced, "a broker registers fenced");
+    c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+        .unwrap();
+    let replies = c.ready().replies;
+    assert_eq!(replies, vec![(1, Reply::RegisterBroker(Ok(p.base_offset)))]);
+    assert!(c.committed().brokers[&3].fenced);
+}
+
+#[test]
+fn controller_a_broker_is_unfenced_once_caught_up_and_fenced_when_silent() {
+    let mut c = active(0);
+    let Reply::RegisterBroker(Ok(epoch)) =
+        call(&mut c, 0, Request::RegisterBroker(registration(2, 1)))
+    else {
+        panic!()
+    };
+    // Behind its own registration: stays fenced, not caught up.
+    let reply = call(
+        &mut c,
+        100,
+        Request::Heartbeat(heartbeat(2, epoch, epoch - 1)),
+    );
+    assert_eq!(
+        reply,
+        Reply::Heartbeat(Ok(HeartbeatReply {
+            is_caught_up: false,
+            is_fenced: true,
+            should_shut_down: false
+        }))
+    );
+    // Caught up but asking to stay fenced (still loading its logs).
+    let mut wants = heartbeat(2, epoch, epoch);
+    wants.want_fence = true;
+    let Reply::Heartbeat(Ok(state)) = call(&mut c, 200, Request::Heartbeat(wants)) else {
+        panic!()
+    };
+    assert!(state.is_caught_up && state.is_fenced);
+    let Reply::Heartbeat(Ok(state)) =
+        call(&mut c, 300, Request::Heartbeat(heartbeat(2, epoch, epoch)))
+    else {
+        panic!()
+    };
+    assert!(!state.is_fenced);
+    assert!(!c.committed().brokers[&2].fenced);
+    // A topic led by it.
+    let created = create(&mut c, "t", 2, 1).unwrap();
+    assert_eq!(created.num_partitions, 2);
+    let p = c.committed().partition("t", 0).unwrap().clone();
+    assert_eq!((p.leader, p.isr.clone(), p.leader_epoch), (2, vec![2], 0));
+    // Silent past the session timeout: fenced at the first tick after it, leaderless.
+    let timeout_ms = c.config.session_timeout_ms;
+    assert_eq!(c.next_deadline_ms(), Some(300 + timeout_ms));
+    c.tick(300 + timeout_ms - 1);
+    assert!(c.ready().proposals.is_empty(), "not before the deadline");
+    c.tick(300 + timeout_ms);
+    commit_all(&mut c);
+    let broker = &c.committed().brokers[&2];
+    assert!(broker.fenced);
+    for index in 0..2 {
+        let p = c.committed().partition("t", index).unwrap();
+        assert_eq!(p.leader, NO_LEADER, "a fenced broker leads nothing");
+        assert_eq!(p.isr, vec![2], "the last ISR member stays");
+        assert_eq!(p.leader_epoch, 1);
+    }
+    assert_eq!(c.next_deadline_ms(), None, "no unfenced broker left");
+    // It comes back: unfenced, and leads its partitions again in a new leader epoch.
+    let offset = c.applied_offset();
+    let Reply::Heartbeat(Ok(state)) = call(
+        &mut c,
+        20_000,
+        Request::Heartbeat(heartbeat(2, epoch, offset)),
+    ) else {
+        panic!()
+    };
+    assert!(!state.is_fenced);
+    for index in 0..2 {
+        let p = c.committed().partition("t", index).unwrap();
+        assert_eq!((p.leader, p.leader_epoch), (2, 2));
+    }
+}
+
+#[test]
+fn controller_fences_one_stale_broker_per_tick() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    join(&mut c, 0, 2);
+    c.tick(60_000);
+    commit_all(&mut c);
+    let fenced: Vec<i32> = c
+        .committed()
+        .brokers
+        .values()
+        .filter(|b| b.fenced)
+        .map(|b| b.id)
+        .collect();
+    assert_eq!(fenced.len(), 1, "{fenced:?}");
+    c.tick(60_000);
+    commit_all(&mut c);
+    assert!(c.committed().brokers.values().all(|b| b.fenced));
+}
+
+#[test]
+fn controller_refuses_stale_epochs_and_duplicate_incarnations() {
+    let mut c = active(0);
+    let epoch = join(&mut c, 0, 1);
+    let reply = call(&mut c, 10, Request::Heartbeat(heartbeat(1, epoch - 1, 0)));
+    assert_eq!(
+        reply,
+        Reply::Heartbeat(Err(ControllerError::StaleBrokerEpoch {
+            broker_id: 1,
+            epoch: epoch - 1,
+            current: epoch
+        }))
+    );
+    let reply = call(&mut c, 10, Request::Heartbeat(heartbeat(5, 0, 0)));
+    assert_eq!(
+        reply,
+        Reply::Heartbeat(Err(ControllerError::BrokerIdNotRegistered { broker_id: 5 }))
+    );
+    // Another incarnation while the session lives is a duplicate.
+    let reply = call(&mut c, 10, Request::RegisterBroker(registration(1, 2)));
+    assert_eq!(
+        reply,
+        Reply::RegisterBroker(Err(ControllerError::DuplicateBrokerRegistration {
+            broker_id: 1
+        }))
+    );
+    // The same incarnation re-registers: a new epoch, fenced until caught up again.
+    let Reply::RegisterBroker(Ok(again)) =
+        call(&mut c, 10, Request::RegisterBroker(registration(1, 1)))
+    else {
+        panic!()
+    };
+    assert!(again > epoch);
+    assert!(c.committed().brokers[&1].fenced);
+    // Once its session expired, a new incarnation may take the id.
+    let Reply::RegisterBroker(Ok(_)) =
+        call(&mut c, 60_000, Request::RegisterBroker(registration(1, 3)))
+    else {
+        panic!()
+    };
+    assert_eq!(c.committed().brokers[&1].incarnation_id, Uuid([3; 16]));
+    // Wrong cluster, or no metadata.version the cluster runs.
+    let mut foreign = registration(4, 1);
+    foreign.cluster_id = "other".into();
+    assert!(matches!(
+        call(&mut c, 0, Request::RegisterBroker(foreign)),
+        Reply::RegisterBroker(Err(ControllerError::InconsistentClusterId { .. }))
+    ));
+    let mut old = registration(4, 1);
+    old.features[0].max_supported_version = METADATA_VERSION_LEVEL - 1;
+    assert!(matches!(
+        call(&mut c, 0, Request::RegisterBroker(old)),
+        Reply::RegisterBroker(Err(ControllerError::UnsupportedFeature { .. }))
+    ));
+}
+
+#[test]
+fn controller_controlled_shutdown_moves_leadership_before_allowing_it() {
+    let mut c = active(0);
+    let e1 = join(&mut c, 0, 1);
+    join(&mut c, 0, 2);
+    create(&mut c, "a", 4, 1).unwrap();
+    let led_by_1 = |c: &Controller| {
+        c.committed()
+            .topic("a")
+            .unwrap()
+            .partitions
+            .values()
+            .filter(|p| p.leader == 1)
+            .count()
+    };
+    assert!(led_by_1(&c) > 0);
+    let mut bye = heartbeat(1, e1, c.applied_offset());
+    bye.want_shut_down = true;
+    let Reply::Heartbeat(Ok(state)) = call(&mut c, 100, Request::Heartbeat(bye.clone())) else {
+        panic!()
+    };
+    // Its partitions have it as their only replica: they go leaderless, and then it may go.
+    assert!(c.committed().brokers[&1].in_controlled_shutdown);
+    assert_eq!(led_by_1(&c), 0);
+    assert!(state.should_shut_down);
+    assert!(!state.is_fenced);
+    // A fenced broker may always shut down at once.
+    let Reply::RegisterBroker(Ok(e3)) =
+        call(&mut c, 0, Request::RegisterBroker(registration(3, 1)))
+    else {
+        panic!()
+    };
+    let mut bye = heartbeat(3, e3, 0);
+    bye.want_shut_down = true;
+    let Reply::Heartbeat(Ok(state)) = call(&mut c, 100, Request::Heartbeat(bye)) else {
+        panic!()
+    };
+    assert!(state.should_shut_down && state.is_fenced);
+}
+
+#[test]
+fn controller_creates_topics_as_kafka_validates_them() {
+    let mut c = active(0);
+    // No broker yet: nothing can hold a replica.
+    assert!(matches!(
+        create(&mut c, "early", 1, 1),
+        Err(ControllerError::InvalidReplicationFactor { .. })
+    ));
+    join(&mut c, 0, 1);
+    let t = create(&mut c, "orders", -1, -1).unwrap();
+    assert_eq!((t.num_partitions, t.replication_factor), (1, 1));
+    assert_eq!(c.committed().topic("orders").unwrap().id, t.id);
+    assert!(matches!(
+        create(&mut c, "orders", 1, 1),
+        Err(ControllerError::TopicAlreadyExists { .. })
+    ));
+    assert!(create(&mut c, "orders_", 1, 1).is_ok());
+    assert!(
+        matches!(
+            create(&mut c, "orders.", 1, 1),
+            Err(ControllerError::InvalidTopic { .. })
+        ),
+        "collides with orders_"
+    );
+    assert!(matches!(
+        create(&mut c, "bad name", 1, 1),
+        Err(ControllerError::InvalidTopic { .. })
+    ));
+    assert!(matches!(
+        create(&mut c, METADATA_TOPIC_NAME, 1, 1),
+        Err(ControllerError::InvalidTopic { .. })
+    ));
+    assert!(matches!(
+        create(&mut c, "zero", 0, 1),
+        Err(ControllerError::InvalidPartitions { .. })
+    ));
+    let Err(ControllerError::InvalidReplicationFactor { reason, .. }) = create(&mut c, "rf3", 1, 3)
+    else {
+        panic!("a factor above 1 is refused until partitions replicate")
+    };
+    assert!(reason.contains("not supported yet"), "{reason}");
+    // Configs go through the policy, and into the image with the topic.
+    let topic = |name: &str, configs: Vec<(&str, Option<&str>)>| NewTopic {
+        name: name.into(),
+        num_partitions: 1,
+        replication_factor: 1,
+        assignments: vec![],
+        configs: configs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
+            .collect(),
+    };
+    let Reply::CreateTopics(results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![
+                topic("kept", vec![("retention.ms", Some("1000"))]),
+                topic("badcfg", vec![("retention.ms", Some("soon"))]),
+                topic("nullcfg", vec![("retention.ms", None)]),
+                topic("kept", vec![]),
+            ],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    assert!(results[0].1.is_ok());
+    assert!(
+        matches!(&results[1].1, Err(ControllerError::InvalidConfig { reason, .. }) if reason.contains("soon"))
+    );
+    assert!(matches!(
+        results[2].1,
+        Err(ControllerError::InvalidConfig { .. })
+    ));
+    assert!(matches!(
+        results[3].1,
+        Err(ControllerError::InvalidRequest { .. })
+    ));
+    assert_eq!(
+        c.committed().configs_of(&ConfigResource::topic("kept")),
+        BTreeMap::from([("retention.ms".to_string(), "1000".to_string())])
+    );
+    assert!(c.committed().topic("badcfg").is_none());
+    // validate_only writes nothing.
+    let before = c.applied_offset();
+    let Reply::CreateTopics(results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![topic("dry", vec![])],
+            validate_only: true,
+        },
+    ) else {
+        panic!()
+    };
+    assert!(results[0].1.is_ok());
+    assert_eq!(c.applied_offset(), before);
+    assert!(c.committed().topic("dry").is_none());
+}
+
+#[test]
+fn controller_places_explicit_assignments_and_checks_them() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    join(&mut c, 0, 2);
+    let assigned = |assignments: Vec<(i32, Vec<i32>)>| NewTopic {
+        name: "x".into(),
+        num_partitions: -1,
+        replication_factor: -1,
+        assignments,
+        configs: vec![],
+    };
+    let try_create = |c: &mut Controller, t: NewTopic| {
+        let Reply::CreateTopics(mut r) = call(
+            c,
+            0,
+            Request::CreateTopics {
+                topics: vec![t],
+                validate_only: false,
+            },
+        ) else {
+            panic!()
+        };
+        r.remove(0).1
+    };
+    assert!(matches!(
+        try_create(&mut c, assigned(vec![(0, vec![1]), (2, vec![2])])),
+        Err(ControllerError::InvalidReplicaAssignment { .. })
+    ));
+    assert!(matches!(
+        try_create(&mut c, assigned(vec![(0, vec![9])])),
+        Err(ControllerError::InvalidReplicaAssignment { .. })
+    ));
+    assert!(matches!(
+        try_create(&mut c, assigned(vec![(0, vec![1, 2])])),
+        Err(ControllerError::InvalidReplicationFactor { .. })
+    ));
+    let mut both = assigned(vec![(0, vec![1])]);
+    both.num_partitions = 1;
+    assert!(matches!(
+        try_create(&mut c, both),
+        Err(ControllerError::InvalidRequest { .. })
+    ));
+    try_create(&mut c, assigned(vec![(1, vec![1]), (0, vec![2])])).unwrap();
+    let topic = c.committed().topic("x").unwrap().clone();
+    assert_eq!(topic.partitions[&0].replicas, vec![2]);
+    assert_eq!(topic.partitions[&1].replicas, vec![1]);
+    assert_eq!(topic.partitions[&1].directories, vec![Uuid([0x41; 16])]);
+    // Placement spreads partitions over the unfenced brokers.
+    create(&mut c, "spread", 4, 1).unwrap();
+    let leaders: BTreeSet<i32> = c
+        .committed()
+        .topic("spread")
+        .unwrap()
+        .partitions
+        .values()
+        .map(|p| p.leader)
+        .collect();
+    assert_eq!(leaders, BTreeSet::from([1, 2]));
+}
+
+fn grow(name: &str, count: i32) -> NewPartitions {
+    NewPartitions {
+        name: name.into(),
+        count,
+        assignments: None,
+    }
+}
+
+#[test]
+fn controller_deletes_and_grows_topics() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    let t = create(&mut c, "t", 1, 1).unwrap();
+    let Reply::CreatePartitions(r) = call(
+        &mut c,
+        0,
+        Request::CreatePartitions {
+            topics: vec![grow("t", 3), grow("missing", 3), grow("t", 5)],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    assert!(r[0].1.is_ok());
+    assert!(matches!(r[1].1, Err(ControllerError::UnknownTopic { .. })));
+    assert!(matches!(
+        r[2].1,
+        Err(ControllerError::InvalidRequest { .. })
+    ));
+    assert_eq!(c.committed().topic("t").unwrap().partitions.len(), 3);
+    let Reply::CreatePartitions(r) = call(
+        &mut c,
+        0,
+        Request::CreatePartitions {
+            topics: vec![grow("t", 2)],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    assert!(
+        matches!(&r[0].1, Err(ControllerError::InvalidPartitions { reason, .. }) if reason.contains("higher"))
+    );
+    let Reply::DeleteTopics(r) = call(
+        &mut c,
+        0,
+        Request::DeleteTopics(vec![
+            TopicRef::Id(t.id),
+            TopicRef::Name("nope".into()),
+            TopicRef::Id(Uuid([9; 16])),
+        ]),
+    ) else {
+        panic!()
+    };
+    assert_eq!(r[0].1, Ok(("t".to_string(), t.id)));
+    assert!(matches!(r[1].1, Err(ControllerError::UnknownTopic { .. })));
+    assert!(matches!(
+        r[2].1,
+        Err(ControllerError::UnknownTopicId { .. })
+    ));
+    assert!(c.committed().topic("t").is_none());
+    // With deletion disabled.
+    c.config.delete_topic_enable = false;
+    create(&mut c, "kept", 1, 1).unwrap();
+    let Reply::DeleteTopics(r) = call(
+        &mut c,
+        0,
+        Request::DeleteTopics(vec![TopicRef::Name("kept".into())]),
+    ) else {
+        panic!()
+    };
+    assert!(matches!(
+        r[0].1,
+        Err(ControllerError::TopicDeletionDisabled { .. })
+    ));
+}
+
+#[test]
+fn controller_alters_configs_incrementally_and_whole() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    create(&mut c, "t", 1, 1).unwrap();
+    let topic = ConfigResource::topic("t");
+    let alter = |c: &mut Controller, resource: &ConfigResource, ops: Vec<ConfigOp>| {
+        let Reply::AlterConfigs(mut r) = call(
+            c,
+            0,
+            Request::AlterConfigs {
+                changes: vec![(resource.clone(), ops)],
+                validate_only: false,
+            },
+        ) else {
+            panic!()
+        };
+        r.remove(0).1
+    };
+    alter(
+        &mut c,
+        &topic,
+        vec![ConfigOp::Set("retention.ms".into(), "5".into())],
+    )
+    .unwrap();
+    alter(
+        &mut c,
+        &topic,
+        vec![ConfigOp::Append {
+            key: "cleanup.policy".into(),
+            items: vec!["compact".into()],
+            default: "delete".into(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(
+        c.committed().configs_of(&topic),
+        BTreeMap::from([
+            ("cleanup.policy".to_string(), "delete,compact".to_string()),
+            ("retention.ms".to_string(), "5".to_string()),
+        ])
+    );
+    alter(
+        &mut c,
+        &topic,
+        vec![ConfigOp::Subtract {
+            key: "cleanup.policy".into(),
+            items: vec!["delete".into()],
+            default: "delete".into(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(
+        c.committed().configs_of(&topic)["cleanup.policy"],
+        "compact"
+    );
+    // A bad value changes nothing.
+    let before = c.committed().configs_of(&topic);
+    let err = alter(
+        &mut c,
+        &topic,
+        vec![ConfigOp::Set("retention.ms".into(), "x".into())],
+    )
+    .unwrap_err();
+    assert!(matches!(err, ControllerError::InvalidConfig { .. }));
+    assert_eq!(c.committed().configs_of(&topic), before);
+    // AlterConfigs: the given keys, and nothing else.
+    alter(
+        &mut c,
+        &topic,
+        vec![
+            ConfigOp::Set("retention.ms".into(), "7".into()),
+            ConfigOp::DeleteOthers,
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        c.committed().configs_of(&topic),
+        BTreeMap::from([("retention.ms".to_string(), "7".to_string())])
+    );
+    alter(
+        &mut c,
+        &topic,
+        vec![ConfigOp::Delete("retention.ms".into())],
+    )
+    .unwrap();
+    assert!(c.committed().configs_of(&topic).is_empty());
+    // Broker resources: the cluster default and one broker.
+    alter(
+        &mut c,
+        &ConfigResource::broker(None),
+        vec![ConfigOp::Set("log.retention.ms".into(), "9".into())],
+    )
+    .unwrap();
+    assert_eq!(
+        c.committed().configs_of(&ConfigResource::broker(None))["log.retention.ms"],
+        "9"
+    );
+    assert!(matches!(
+        alter(&mut c, &ConfigResource::topic("nope"), vec![]),
+        Err(ControllerError::UnknownTopic { .. })
+    ));
+    let bogus = ConfigResource {
+        resource_type: CONFIG_RESOURCE_TOPIC + 7,
+        name: "x".into(),
+    };
+    assert!(matches!(
+        alter(&mut c, &bogus, vec![]),
+        Err(ControllerError::InvalidRequest { .. })
+    ));
+}
+
+#[test]
+fn controller_producer_id_blocks_never_overlap() {
+    let mut c = active(0);
+    let epoch = join(&mut c, 0, 1);
+    let ask = |epoch| {
+        Request::AllocateProducerIds(AllocateProducerIdsRequest {
+            broker_id: NodeId(1),
+            broker_epoch: epoch,
+        })
+    };
+    let mut blocks = Vec::new();
+    for _ in 0..3 {
+        let Reply::AllocateProducerIds(Ok(block)) = call(&mut c, 0, ask(epoch)) else {
+            panic!()
+        };
+        blocks.push(block);
+    }
+    assert_eq!(blocks, vec![(0, 1000), (1000, 1000), (2000, 1000)]);
+    assert_eq!(c.committed().next_producer_id, 3000);
+    assert!(matches!(
+        call(&mut c, 0, ask(epoch + 1)),
+        Reply::AllocateProducerIds(Err(ControllerError::StaleBrokerEpoch { .. }))
+    ));
+}
+
+#[test]
+fn controller_replies_wait_for_the_commit_and_leadership_loss_refuses_them() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    // A write, uncommitted; then a read-only request (a heartbeat that changes nothing).
+    c.handle(
+        0,
+        1,
+        Request::CreateTopics {
+            topics: vec![NewTopic {
+                name: "t".into(),
+                num_partitions: 1,
+                replication_factor: 1,
+                assignments: vec![],
+                configs: vec![],
+            }],
+            validate_only: false,
+        },
+    );
+    let epoch = c.working().brokers[&1].epoch;
+    c.handle(0, 2, Request::Heartbeat(heartbeat(1, epoch, 0)));
+    let ready = c.ready();
+    assert_eq!(ready.proposals.len(), 1);
+    assert!(ready.replies.is_empty(), "{:?}", ready.replies);
+    // Leadership lost before the commit: both are NOT_CONTROLLER.
+    c.become_inactive();
+    let replies = c.ready().replies;
+    assert_eq!(replies.len(), 2);
+    assert!(
+        matches!(&replies[0].1, Reply::CreateTopics(r) if r[0].1 == Err(ControllerError::NotController))
+    );
+    assert_eq!(
+        replies[1].1,
+        Reply::Heartbeat(Err(ControllerError::NotController))
+    );
+    // The batch may still commit: a standby applies it as any other.
+    let p = &ready.proposals[0];
+    c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+        .unwrap();
+    assert!(c.committed().topic("t").is_some());
+    // An inactive controller refuses at once.
+    c.handle(
+        0,
+        3,
+        Request::DeleteTopics(vec![TopicRef::Name("t".into())]),
+    );
+    let replies = c.ready().replies;
+    assert!(
+        matches!(&replies[0].1, Reply::DeleteTopics(r) if r[0].1 == Err(ControllerError::NotController))
+    );
+}
+
+#[test]
+fn controller_a_standby_replaying_the_log_has_the_active_image() {
+    let mut c = active(0);
+    let mut log: Vec<Proposal> = Vec::new();
+    let drive = |c: &mut Controller, log: &mut Vec<Proposal>, now_ms, request| {
+        c.handle(now_ms, 0, request);
+        let ready = c.ready();
+        for p in ready.proposals {
+            c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+                .unwrap();
+            log.push(p);
+        }
+    };
+    drive(
+        &mut c,
+        &mut log,
+        0,
+        Request::RegisterBroker(registration(1, 1)),
+    );
+    let epoch = c.working().brokers[&1].epoch;
+    let offset = c.applied_offset();
+    drive(
+        &mut c,
+        &mut log,
+        0,
+        Request::Heartbeat(heartbeat(1, epoch, offset)),
+    );
+    for n in 0..5 {
+        drive(
+            &mut c,
+            &mut log,
+            0,
+            Request::CreateTopics {
+                topics: vec![NewTopic {
+                    name: format!("t{n}"),
+                    num_partitions: n + 1,
+                    replication_factor: 1,
+                    assignments: vec![],
+                    configs: vec![],
+                }],
+                validate_only: false,
+            },
+        );
+    }
+    c.tick(100_000);
+    for p in c.ready().proposals {
+        c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+            .unwrap();
+        log.push(p);
+    }
+    let mut standby = controller();
+    standby.replay_committed(0, 0, 1, &[]).unwrap();
+    // The bootstrap batch was committed before `log` began.
+    let bootstrap = MetadataRecord::FeatureLevel(FeatureLevelRecord {
+        name: METADATA_VERSION_FEATURE.into(),
+        feature_level: METADATA_VERSION_LEVEL,
+    });
+    standby.replay_committed(1, 1, 1, &[bootstrap]).unwrap();
+    for p in &log {
+        standby
+            .replay_committed(p.base_offset, p.last_offset(), p.epoch, &p.records)
+            .unwrap();
+    }
+    assert_eq!(standby.committed(), c.committed());
+    // Topic ids come from the seed: the same seed decides the same ids.
+    let mut again = active(0);
+    let mut log2 = Vec::new();
+    drive(
+        &mut again,
+        &mut log2,
+        0,
+        Request::RegisterBroker(registration(1, 1)),
+    );
+    let offset = again.applied_offset();
+    drive(
+        &mut again,
+        &mut log2,
+        0,
+        Request::Heartbeat(heartbeat(1, epoch, offset)),
+    );
+    drive(
+        &mut again,
+        &mut log2,
+        0,
+        Request::CreateTopics {
+            topics: vec![NewTopic {
+                name: "t0".into(),
+                num_partitions: 1,
+                replication_factor: 1,
+                assignments: vec![],
+                configs: vec![],
+            }],
+            validate_only: false,
+        },
+    );
+    assert_eq!(
+        again.committed().topic("t0").unwrap().id,
+        c.committed().topic("t0").unwrap().id
+    );
+}
+
+#[test]
+fn controller_bounds_uncommitted_writes() {
+    let mut c = active(0);
+    let epoch = join(&mut c, 0, 1);
+    let ask = Request::AllocateProducerIds(AllocateProducerIdsRequest {
+        broker_id: NodeId(1),
+        broker_epoch: epoch,
+    });
+    for id in 0..PENDING_PROPOSALS_MAX as u64 {
+        c.handle(0, id, ask.clone());
+    }
+    let ready = c.ready();
+    assert_eq!(ready.proposals.len(), PENDING_PROPOSALS_MAX);
+    assert!(ready.replies.is_empty());
+    c.handle(0, 7777, ask);
+    let replies = c.ready().replies;
+    assert_eq!(
+        replies,
+        vec![(
+            7777,
+            Reply::AllocateProducerIds(Err(ControllerError::Overloaded {
+                what: "uncommitted writes",
+                limit: PENDING_PROPOSALS_MAX
+            }))
+        )]
+    );
+}
+
+#[test]
+#[should_panic(expected = "not the one proposed")]
+fn controller_asserts_its_own_batches_commit_unchanged() {
+    let mut c = active(0);
+    c.handle(0, 1, Request::RegisterBroker(registration(1, 1)));
+    let p = c.ready().proposals.remove(0);
+    let mut other = p.records.clone();
+    if let MetadataRecord::RegisterBroker(r) = &mut other[0] {
+        r.broker_id = 2;
+    }
+    let _ = c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &other);
+}
