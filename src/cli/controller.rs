@@ -3,12 +3,20 @@
 //! `raft::settings` for the keys): opens the metadata log, serves Vote, BeginQuorumEpoch,
 //! EndQuorumEpoch, Fetch and FetchSnapshot on `__cluster_metadata` and DescribeQuorum on the
 //! controller listener, and logs each change of epoch and leader, until SIGINT or SIGTERM,
-//! when it closes the log cleanly. It has no state machine yet, so it never makes a snapshot.
+//! when it closes the log cleanly. Above the log runs the controller (`controller::driver`):
+//! BrokerRegistration, BrokerHeartbeat, CreateTopics, DeleteTopics, CreatePartitions,
+//! AlterConfigs, IncrementalAlterConfigs and AllocateProducerIds are served on the same
+//! listener, and snapshots of its metadata image are written when due. The cluster id
+//! brokers must present is the one in `meta.properties` of `metadata.log.dir` (created on
+//! first start, as the broker creates its own; Kafka's `kafka-storage.sh format` writes it).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use super::broker::{server_command_line, wait_for_signal};
-use crate::broker::config::parse_properties;
+use crate::broker::config::{parse_properties, BrokerConfig};
+use crate::controller::core::ControllerConfig;
+use crate::controller::policy::BrokerConfigPolicy;
 use crate::raft::core::RaftConfig;
 use crate::raft::driver::{self, RaftHandle, Status};
 use crate::raft::settings::ControllerSettings;
@@ -56,9 +64,32 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
         .map_err(|e| format!("listening on {}: {e}", settings.listen))?;
     let node_id = settings.node.node_id;
     let raft = settings.node.raft;
-    let node = driver::start(settings.node, disk, Clock::new(), listener)
+    let meta = crate::broker::meta::load_or_create(&disk, "", node_id)
         .await
         .map_err(|e| e.to_string())?;
+    let (apis, forwarded) = crate::controller::driver::listener_apis();
+    let node = driver::start_with(
+        settings.node,
+        disk,
+        Clock::new(),
+        listener,
+        None,
+        Some(apis),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut controller_config =
+        ControllerConfig::new(node_id, &meta.cluster_id, crate::rt::rand::random_u64());
+    controller_config.proposal_bytes_max = proposal_bytes_max(&raft);
+    let policy = Arc::new(BrokerConfigPolicy {
+        broker: Arc::new(BrokerConfig::default()),
+    });
+    let controller = crate::controller::driver::start(
+        node.handle.clone(),
+        controller_config,
+        policy,
+        Some(forwarded),
+    );
     tracing::info!(
         node = node_id,
         listener = %node.handle.local_addr(),
@@ -67,15 +98,30 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
     );
     let watcher = crate::rt::task::spawn(report_changes(node.handle.clone()));
     let mut task = node.task;
+    let mut controller_task = controller.task;
     let outcome = tokio::select! {
         biased;
         result = &mut task => Some(result),
+        stopped = &mut controller_task => {
+            let reason = match stopped {
+                Ok(Ok(())) => "stopped".to_string(),
+                Ok(Err(e)) => e.to_string(),
+                Err(e) => format!("its task failed: {e}"),
+            };
+            tracing::error!(%reason, "the controller stopped; shutting down");
+            resign(&node.handle, raft).await;
+            node.handle.shutdown().await;
+            let _ = (&mut task).await;
+            return Err(format!("the controller stopped: {reason}"));
+        }
         signal = wait_for_signal() => {
             tracing::info!("{signal}: shutting down");
             None
         }
     };
     watcher.abort();
+    controller.handle.shutdown().await;
+    let _ = controller_task.await;
     let result = match outcome {
         Some(result) => result,
         None => {
@@ -92,6 +138,12 @@ pub async fn run(settings: ControllerSettings) -> Result<(), String> {
         Ok(Err(e)) => Err(e.to_string()),
         Err(e) => Err(format!("the replica's task failed: {e}")),
     }
+}
+
+/// What one proposal of the controller may hold: a batch the quorum's fetch can carry, less
+/// room for the batch's framing and each record's header.
+pub fn proposal_bytes_max(raft: &RaftConfig) -> usize {
+    raft.fetch_max_bytes - raft.fetch_max_bytes / 8
 }
 
 /// The longest a stopping leader waits for another voter to take over after it resigned.

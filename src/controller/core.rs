@@ -56,14 +56,21 @@ pub const PRODUCER_ID_BLOCK_SIZE: i32 = 1000;
 pub const PENDING_PROPOSALS_MAX: usize = 1024;
 /// Replies waiting for their offset to commit.
 pub const DEFERRED_REPLIES_MAX: usize = 4096;
-/// Records one proposal may hold: a CreateTopics of many partitions is one atomic batch.
-pub const PROPOSAL_RECORDS_MAX: usize = 100_000;
+/// Records one proposal may hold: a CreateTopics of many partitions is one atomic batch, so
+/// one request's records must fit in one batch of the metadata log. A part of a request that
+/// would overflow it is refused (POLICY_VIOLATION, as Kafka refuses an excessively large
+/// number of partitions per request).
+pub const PROPOSAL_RECORDS_MAX: usize = crate::raft::core::PROPOSE_RECORDS_MAX;
 /// Topics one CreateTopics, DeleteTopics or CreatePartitions may name.
 pub const TOPICS_PER_REQUEST_MAX: usize = 1000;
 /// Replication factor until partitions replicate (step 11).
 pub const REPLICATION_FACTOR_MAX: i16 = 1;
 /// The metadata topic's name, which no client may create.
 pub const METADATA_TOPIC_NAME: &str = "__cluster_metadata";
+
+/// [`ControllerConfig::proposal_bytes_max`] by default: the quorum's default fetch size less
+/// room for the batch's framing and each record's header.
+pub const PROPOSAL_BYTES_DEFAULT: usize = (1 << 20) - (128 << 10);
 
 const _: () = assert!(PENDING_PROPOSALS_MAX <= DEFERRED_REPLIES_MAX);
 const _: () = assert!(PARTITIONS_PER_TOPIC_MAX as usize * 2 <= PROPOSAL_RECORDS_MAX);
@@ -85,6 +92,9 @@ pub struct ControllerConfig {
     pub delete_topic_enable: bool,
     /// Seeds the topic ids this controller draws (from `rt`'s randomness in the driver).
     pub seed: u64,
+    /// The most bytes of encoded records one proposal may hold: what one batch of the
+    /// metadata log may carry (the quorum's fetch size, less room for the batch's framing).
+    pub proposal_bytes_max: usize,
 }
 
 impl ControllerConfig {
@@ -98,6 +108,7 @@ impl ControllerConfig {
             default_replication_factor: 1,
             delete_topic_enable: true,
             seed,
+            proposal_bytes_max: PROPOSAL_BYTES_DEFAULT,
         }
     }
 }
@@ -175,6 +186,12 @@ pub enum ControllerError {
         name: String,
     },
     ProducerIdsExhausted,
+    /// The request's records would not fit in one batch of the metadata log.
+    TooLarge {
+        name: String,
+        records: usize,
+        bytes: usize,
+    },
     /// A queue of the controller is full; the client retries.
     Overloaded {
         what: &'static str,
@@ -225,6 +242,14 @@ impl std::fmt::Display for ControllerError {
                 "topic '{name}' cannot be deleted: delete.topic.enable is false"
             ),
             E::ProducerIdsExhausted => write!(f, "the producer id space is exhausted"),
+            E::TooLarge {
+                name,
+                records,
+                bytes,
+            } => write!(
+                f,
+                "{name}: excessively large request: with it the request would write {records} records of {bytes} bytes, more than one metadata batch holds ({PROPOSAL_RECORDS_MAX} records)"
+            ),
             E::Overloaded { what, limit } => {
                 write!(f, "the controller has {limit} {what} waiting already")
             }
@@ -283,6 +308,9 @@ pub enum ConfigOp {
     },
     /// Removes every override not named by a Set of the same request (AlterConfigs).
     DeleteOthers,
+    /// An operation the wire handler already found invalid (a null value, an unknown
+    /// operation): the resource is refused with this error and nothing of it changes.
+    Refuse(ControllerError),
 }
 
 /// CreatePartitions for one topic: its new total count and, optionally, the replicas of each
@@ -427,6 +455,13 @@ impl Proposal {
 pub struct Ready {
     pub proposals: Vec<Proposal>,
     pub replies: Vec<(RequestId, Reply)>,
+}
+
+/// A request's records so far, with their encoded size.
+#[derive(Default)]
+struct BoundedRecords {
+    records: Vec<MetadataRecord>,
+    bytes: usize,
 }
 
 /// The state of the active controller.
@@ -723,6 +758,29 @@ impl Controller {
 
     fn active(&self) -> &Active {
         self.active.as_ref().expect("active")
+    }
+
+    /// Adds `more` to a request's records if the whole still fits in one proposal; refuses
+    /// the part named `name` if not.
+    fn add_bounded(
+        &self,
+        batch: &mut BoundedRecords,
+        name: &str,
+        more: Vec<MetadataRecord>,
+    ) -> Result<(), ControllerError> {
+        let more_bytes: usize = more.iter().map(|r| r.encode().len()).sum();
+        let records = batch.records.len() + more.len();
+        let bytes = batch.bytes + more_bytes;
+        if records > PROPOSAL_RECORDS_MAX || bytes > self.config.proposal_bytes_max {
+            return Err(ControllerError::TooLarge {
+                name: name.to_string(),
+                records,
+                bytes,
+            });
+        }
+        batch.records.extend(more);
+        batch.bytes = bytes;
+        Ok(())
     }
 
     fn broker_epoch_check(&self, broker_id: i32, epoch: i64) -> Result<(), ControllerError> {
@@ -1194,7 +1252,7 @@ impl Controller {
         }
         let mut names_seen = BTreeSet::new();
         let mut taken_ids = BTreeSet::new();
-        let mut records = Vec::new();
+        let mut records = BoundedRecords::default();
         let mut results = Vec::new();
         for topic in topics {
             if !names_seen.insert(topic.name.clone()) {
@@ -1206,19 +1264,19 @@ impl Controller {
                 ));
                 continue;
             }
-            let result = self.create_topic(topic, &mut taken_ids);
-            results.push((
-                topic.name.clone(),
-                result.map(|(created, topic_records)| {
-                    records.extend(topic_records);
-                    created
-                }),
-            ));
+            let result =
+                self.create_topic(topic, &mut taken_ids)
+                    .and_then(|(created, topic_records)| {
+                        let name = format!("topic '{}'", topic.name);
+                        self.add_bounded(&mut records, &name, topic_records)?;
+                        Ok(created)
+                    });
+            results.push((topic.name.clone(), result));
         }
         // The request's topics are created in one batch, so a create that collides with
         // another topic of the same request is caught against what went before it.
-        if !validate_only && !records.is_empty() {
-            self.write(records);
+        if !validate_only && !records.records.is_empty() {
+            self.write(records.records);
         }
         results
     }
@@ -1423,7 +1481,7 @@ impl Controller {
         topics: &[NewPartitions],
         validate_only: bool,
     ) -> Vec<(String, Result<(), ControllerError>)> {
-        let mut records = Vec::new();
+        let mut records = BoundedRecords::default();
         let mut results = Vec::new();
         let mut seen = BTreeSet::new();
         for NewPartitions {
@@ -1441,13 +1499,13 @@ impl Controller {
                     ),
                 })
             };
-            results.push((
-                name.clone(),
-                result.map(|topic_records| records.extend(topic_records)),
-            ));
+            let result = result.and_then(|topic_records| {
+                self.add_bounded(&mut records, &format!("topic '{name}'"), topic_records)
+            });
+            results.push((name.clone(), result));
         }
-        if !validate_only && !records.is_empty() {
-            self.write(records);
+        if !validate_only && !records.records.is_empty() {
+            self.write(records.records);
         }
         results
     }
@@ -1533,7 +1591,7 @@ impl Controller {
         changes: &[(ConfigResource, Vec<ConfigOp>)],
         validate_only: bool,
     ) -> Vec<(ConfigResource, Result<(), ControllerError>)> {
-        let mut records = Vec::new();
+        let mut records = BoundedRecords::default();
         let mut results = Vec::new();
         let mut seen = BTreeSet::new();
         for (resource, ops) in changes {
@@ -1544,13 +1602,13 @@ impl Controller {
                     reason: format!("{} appears twice", describe_resource(resource)),
                 })
             };
-            results.push((
-                resource.clone(),
-                result.map(|resource_records| records.extend(resource_records)),
-            ));
+            let result = result.and_then(|resource_records| {
+                self.add_bounded(&mut records, &describe_resource(resource), resource_records)
+            });
+            results.push((resource.clone(), result));
         }
-        if !validate_only && !records.is_empty() {
-            self.write(records);
+        if !validate_only && !records.records.is_empty() {
+            self.write(records.records);
         }
         results
     }
@@ -1582,6 +1640,12 @@ impl Controller {
                 })
             }
         }
+        if let Some(refusal) = ops.iter().find_map(|op| match op {
+            ConfigOp::Refuse(e) => Some(e.clone()),
+            _ => None,
+        }) {
+            return Err(refusal);
+        }
         let before = working.configs_of(resource);
         let mut after = before.clone();
         let kept: BTreeSet<&str> = ops
@@ -1600,6 +1664,7 @@ impl Controller {
                     after.remove(k);
                 }
                 ConfigOp::DeleteOthers => after.retain(|k, _| kept.contains(k.as_str())),
+                ConfigOp::Refuse(_) => unreachable!("a refused resource returned above"),
                 ConfigOp::Append {
                     key,
                     items,

@@ -915,6 +915,59 @@ fn controller_a_standby_replaying_the_log_has_the_active_image() {
 }
 
 #[test]
+fn controller_refuses_a_request_larger_than_one_metadata_batch() {
+    let mut c = active(0);
+    join(&mut c, 0, 1);
+    // One topic of the most partitions fits; two in one request do not, and the second is
+    // refused alone (the first is created).
+    let topic = |name: &str| NewTopic {
+        name: name.into(),
+        num_partitions: PARTITIONS_PER_TOPIC_MAX,
+        replication_factor: 1,
+        assignments: vec![],
+        configs: vec![],
+    };
+    let Reply::CreateTopics(results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![topic("big"), topic("bigger")],
+            validate_only: false,
+        },
+    ) else {
+        panic!("not a CreateTopics reply");
+    };
+    assert!(results[0].1.is_ok(), "{:?}", results[0]);
+    assert!(
+        matches!(&results[1].1, Err(ControllerError::TooLarge { name, .. }) if name == "topic 'bigger'"),
+        "{:?}",
+        results[1]
+    );
+    assert_eq!(
+        c.committed().topic("big").map(|t| t.partitions.len()),
+        Some(10_000)
+    );
+    assert!(c.committed().topic("bigger").is_none());
+    // The byte bound too: a controller whose batches are small refuses by size.
+    let mut small = Controller::new(
+        ControllerConfig {
+            proposal_bytes_max: 4 << 10,
+            ..ControllerConfig::new(1, CLUSTER, 7)
+        },
+        Arc::new(TestPolicy),
+    );
+    small.replay_committed(0, 0, 1, &[]).unwrap();
+    small.become_active(0, 1, 1);
+    commit_all(&mut small);
+    join(&mut small, 0, 1);
+    assert!(matches!(
+        create(&mut small, "wide", 1000, 1),
+        Err(ControllerError::TooLarge { .. })
+    ));
+    assert!(create(&mut small, "narrow", 10, 1).is_ok());
+}
+
+#[test]
 fn controller_bounds_uncommitted_writes() {
     let mut c = active(0);
     let epoch = join(&mut c, 0, 1);

@@ -166,6 +166,33 @@ impl MetadataImage {
         }
     }
 
+    /// The image a snapshot's records describe: the state after every record below
+    /// `end_offset`, written up to leader epoch `epoch`. Its records carry no offsets of their
+    /// own (a broker's epoch is a field of its RegisterBrokerRecord), so they are replayed in
+    /// order and the image then takes the snapshot's position.
+    pub fn from_snapshot(
+        end_offset: i64,
+        epoch: i32,
+        records: &[MetadataRecord],
+    ) -> Result<MetadataImage, ImageError> {
+        let mut image = MetadataImage::empty();
+        for (i, record) in records.iter().enumerate() {
+            image
+                .replay(i as i64, epoch, record)
+                .map_err(|e| ImageError {
+                    offset: end_offset - 1,
+                    reason: format!("record {i} of the snapshot: {}", e.reason),
+                })?;
+        }
+        image.offset = end_offset - 1;
+        image.epoch = epoch;
+        image.check().map_err(|reason| ImageError {
+            offset: end_offset - 1,
+            reason: format!("the snapshot's image is inconsistent: {reason}"),
+        })?;
+        Ok(image)
+    }
+
     pub fn metadata_version(&self) -> Option<i16> {
         self.features.get(METADATA_VERSION_FEATURE).copied()
     }

@@ -1,9 +1,14 @@
 //! The KRaft controller: Kafka's metadata records ([`records`]), the metadata image every
-//! node applies them to ([`image`]), and the controller that decides which records to write.
+//! node applies them to ([`image`]), the controller that decides which records to write
+//! ([`core`]), its driver above a KRaft replica ([`driver`]), its APIs on the controller
+//! listener ([`handlers`]) and the config rules it applies ([`policy`]).
 //!
 //! Invariants: the image is a pure function of the committed records applied in log order;
-//! nothing here does IO (the drivers on `rt` do).
+//! nothing but the driver does IO, and it decides nothing.
 
 pub mod core;
+pub mod driver;
+pub mod handlers;
 pub mod image;
+pub mod policy;
 pub mod records;

@@ -47,7 +47,7 @@ pub const OBSERVERS_MAX: usize = 256;
 /// `OBSERVER_SESSION_TIMEOUT_MS`, 5 minutes).
 pub const OBSERVER_SESSION_TIMEOUT_MS: u64 = 300_000;
 /// Records one proposal may carry (one batch).
-pub const PROPOSE_RECORDS_MAX: usize = 4096;
+pub const PROPOSE_RECORDS_MAX: usize = 20_000;
 /// Bytes of batches one fetch answer may ask the driver to read.
 pub const FETCH_MAX_BYTES_MAX: usize = 8 << 20;
 /// The KRaft version (KIP-853) this core writes.
@@ -233,6 +233,14 @@ pub enum ProposeError {
     BadSize { records: usize },
     /// A batch larger than a fetch answer may carry (`fetch_max_bytes`).
     TooLarge { bytes: usize, max: usize },
+    /// [`Raft::propose_at`]: the log's next offset or the epoch is no longer the one the
+    /// proposer decided against (its state machine must step down and catch up).
+    Moved {
+        expected_epoch: i32,
+        expected_base_offset: i64,
+        epoch: i32,
+        log_end_offset: i64,
+    },
 }
 
 impl std::fmt::Display for ProposeError {
@@ -249,6 +257,15 @@ impl std::fmt::Display for ProposeError {
             ProposeError::TooLarge { bytes, max } => write!(
                 f,
                 "a proposal of about {bytes} bytes; a batch of the metadata log holds at most {max}"
+            ),
+            ProposeError::Moved {
+                expected_epoch,
+                expected_base_offset,
+                epoch,
+                log_end_offset,
+            } => write!(
+                f,
+                "a proposal for offset {expected_base_offset} in epoch {expected_epoch}, but the log ends at {log_end_offset} in epoch {epoch}"
             ),
         }
     }
@@ -906,6 +923,39 @@ impl Raft {
         self.maybe_advance_high_watermark();
         self.check();
         Ok(base_offset)
+    }
+
+    /// [`Raft::propose`], only if this replica still leads `epoch` and its log's next offset is
+    /// `base_offset`: a state machine that decided what to write against the log up to
+    /// `base_offset` (Kafka's controller, which knows a broker's epoch before its record is
+    /// written) never has its batch land elsewhere.
+    pub fn propose_at(
+        &mut self,
+        now_ms: u64,
+        epoch: i32,
+        base_offset: i64,
+        records: Vec<Bytes>,
+    ) -> Result<i64, ProposeError> {
+        if self.leader.is_none() {
+            return Err(ProposeError::NotLeader {
+                leader_id: self.leader_id(),
+            });
+        }
+        let log_end_offset = self.log.end_offset();
+        if self.epoch() != epoch || log_end_offset != base_offset {
+            return Err(ProposeError::Moved {
+                expected_epoch: epoch,
+                expected_base_offset: base_offset,
+                epoch: self.epoch(),
+                log_end_offset,
+            });
+        }
+        let offset = self.propose(now_ms, records)?;
+        assert_eq!(
+            offset, base_offset,
+            "a proposal landed where it was not meant to"
+        );
+        Ok(offset)
     }
 
     /// The driver synced the log up to `offset`, by a sync asked for in `generation`.
@@ -2085,6 +2135,30 @@ mod tests {
         assert!(raft
             .propose(now, vec![Bytes::from_static(b"small")])
             .is_ok());
+    }
+
+    #[test]
+    fn a_proposal_at_a_moved_offset_or_epoch_is_refused() {
+        let (mut raft, now) = leader_of_three();
+        let epoch = raft.epoch();
+        let end = raft.log().end_offset();
+        let record = || vec![Bytes::from_static(b"r")];
+        assert_eq!(
+            raft.propose_at(now, epoch, end + 1, record()),
+            Err(ProposeError::Moved {
+                expected_epoch: epoch,
+                expected_base_offset: end + 1,
+                epoch,
+                log_end_offset: end,
+            })
+        );
+        assert!(matches!(
+            raft.propose_at(now, epoch - 1, end, record()),
+            Err(ProposeError::Moved { .. })
+        ));
+        assert_eq!(raft.log().end_offset(), end, "nothing refused was appended");
+        assert_eq!(raft.propose_at(now, epoch, end, record()), Ok(end));
+        assert_eq!(raft.propose_at(now, epoch, end + 1, record()), Ok(end + 1));
     }
 
     #[test]

@@ -36,11 +36,11 @@
 //!   its connection, and the core's own request timeout sends again.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::sync::{Arc, Mutex as StdMutex};
+use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::log::LogError;
 use crate::protocol::api_versions::{ApiVersion, ApiVersionsResponse};
@@ -56,6 +56,7 @@ use crate::rt::disk::{Disk, File};
 use crate::rt::net::{TcpListener, TcpStream};
 use crate::rt::task::{self, JoinHandle};
 use crate::rt::time::{self, Duration, Instant};
+use crate::rt::watch::Watched;
 
 use super::core::{
     LogOp, ProposeError, QuorumDescription, Raft, RaftBugs, RaftConfig, RaftEvent, SnapshotError,
@@ -201,34 +202,6 @@ pub struct Status {
     pub snapshot_due: bool,
 }
 
-#[derive(Default)]
-struct StatusCell {
-    status: StdMutex<Status>,
-    changed: Notify,
-}
-
-impl StatusCell {
-    fn get(&self) -> Status {
-        match self.status.lock() {
-            Ok(status) => *status,
-            Err(poisoned) => *poisoned.into_inner(),
-        }
-    }
-
-    fn set(&self, status: Status) {
-        let changed = match self.status.lock() {
-            Ok(mut current) => std::mem::replace(&mut *current, status) != status,
-            Err(poisoned) => {
-                *poisoned.into_inner() = status;
-                true
-            }
-        };
-        if changed {
-            self.changed.notify_waiters();
-        }
-    }
-}
-
 /// An answer to a request, for its connection to write.
 struct Reply {
     message: Message,
@@ -249,6 +222,8 @@ enum Input {
     },
     Propose {
         records: Vec<Bytes>,
+        /// [`Raft::propose_at`]'s epoch and base offset, if the proposer decided against them.
+        at: Option<(i32, i64)>,
         reply: oneshot::Sender<Result<i64, ProposeError>>,
     },
     Synced {
@@ -280,7 +255,7 @@ struct Described {
 #[derive(Clone)]
 pub struct RaftHandle {
     inputs: mpsc::Sender<Input>,
-    status: Arc<StatusCell>,
+    status: Arc<Watched<Status>>,
     store: RaftStore,
     local_addr: String,
 }
@@ -292,9 +267,29 @@ impl RaftHandle {
         &self,
         records: Vec<Bytes>,
     ) -> Result<Result<i64, ProposeError>, DriverError> {
+        self.propose_inner(records, None).await
+    }
+
+    /// [`RaftHandle::propose`] only if this replica still leads `epoch` and the log's next
+    /// offset is `base_offset` ([`ProposeError::Moved`] if not).
+    pub async fn propose_at(
+        &self,
+        epoch: i32,
+        base_offset: i64,
+        records: Vec<Bytes>,
+    ) -> Result<Result<i64, ProposeError>, DriverError> {
+        self.propose_inner(records, Some((epoch, base_offset)))
+            .await
+    }
+
+    async fn propose_inner(
+        &self,
+        records: Vec<Bytes>,
+        at: Option<(i32, i64)>,
+    ) -> Result<Result<i64, ProposeError>, DriverError> {
         let (reply, answer) = oneshot::channel();
         self.inputs
-            .send(Input::Propose { records, reply })
+            .send(Input::Propose { records, at, reply })
             .await
             .map_err(|_| DriverError::Stopped)?;
         answer.await.map_err(|_| DriverError::Stopped)
@@ -310,23 +305,7 @@ impl RaftHandle {
         timeout: Duration,
         ready: impl Fn(&Status) -> bool,
     ) -> Result<Status, Status> {
-        let deadline = time::now() + timeout;
-        loop {
-            let notified = self.status.changed.notified();
-            let status = self.status.get();
-            if ready(&status) {
-                return Ok(status);
-            }
-            let left = deadline.saturating_duration_since(time::now());
-            if left.is_zero() || time::timeout(left, notified).await.is_err() {
-                let status = self.status.get();
-                return if ready(&status) {
-                    Ok(status)
-                } else {
-                    Err(status)
-                };
-            }
-        }
+        self.status.wait_for(timeout, ready).await
     }
 
     /// Committed batches from `offset` on (about `max_bytes`, at least one if any).
@@ -556,6 +535,42 @@ pub async fn start_with_events(
     listener: TcpListener,
     events: Option<EventSink>,
 ) -> Result<RaftNode, DriverError> {
+    start_with(config, disk, clock, listener, events, None).await
+}
+
+/// A request on the controller listener for an API the quorum itself does not serve (a
+/// broker's registration, an admin request): the state machine above the log decodes it and
+/// gives back the response body.
+pub struct ForwardedRequest {
+    pub api_key: i16,
+    pub version: i16,
+    pub client_id: Option<String>,
+    pub body: Bytes,
+    pub reply: oneshot::Sender<Bytes>,
+}
+
+/// The APIs the state machine serves on the controller listener, and where their requests go.
+#[derive(Clone, Debug)]
+pub struct StateMachineApis {
+    /// (API key, lowest version, highest version), advertised in ApiVersions too.
+    pub apis: Vec<(i16, i16, i16)>,
+    pub requests: mpsc::Sender<ForwardedRequest>,
+    /// The largest request of these APIs the listener reads (a CreateTopics of many topics is
+    /// larger than any of the quorum's own requests).
+    pub request_bytes_max: usize,
+    /// How long such a request may wait for its answer.
+    pub reply_timeout_ms: u64,
+}
+
+/// [`start_with_events`], serving `apis` for the state machine on the controller listener.
+pub async fn start_with(
+    config: NodeConfig,
+    disk: Disk,
+    clock: Clock,
+    listener: TcpListener,
+    events: Option<EventSink>,
+    apis: Option<StateMachineApis>,
+) -> Result<RaftNode, DriverError> {
     config.raft.validate().map_err(DriverError::Config)?;
     let local_addr = listener
         .local_addr()
@@ -582,7 +597,7 @@ pub async fn start_with_events(
     .map_err(DriverError::Election)?
     .with_bugs(config.bugs);
     let (inputs, queue) = mpsc::channel(INPUT_QUEUE_MAX);
-    let status = Arc::new(StatusCell::default());
+    let status = Arc::new(Watched::new(Status::default()));
     let handle = RaftHandle {
         inputs: inputs.clone(),
         status: status.clone(),
@@ -630,6 +645,7 @@ pub async fn start_with_events(
             reply_timeout: Duration::from_millis(
                 config.raft.request_timeout_ms + config.raft.fetch_max_wait_ms,
             ),
+            apis,
         },
     ));
     let driver = Driver {
@@ -674,7 +690,7 @@ struct Driver {
     store: RaftStore,
     clock: Clock,
     origin: Instant,
-    status: Arc<StatusCell>,
+    status: Arc<Watched<Status>>,
     lanes: BTreeMap<i32, Lanes>,
     /// Held or just-taken fetches by (replica, request id): their connections wait here.
     pending_fetches: BTreeMap<(i32, u64), oneshot::Sender<Reply>>,
@@ -802,8 +818,14 @@ impl Driver {
                 }
                 self.step(now_ms, from, message);
             }
-            Input::Propose { records, reply } => {
-                let _ = reply.send(self.raft.propose(now_ms, records));
+            Input::Propose { records, at, reply } => {
+                let outcome = match at {
+                    None => self.raft.propose(now_ms, records),
+                    Some((epoch, base_offset)) => {
+                        self.raft.propose_at(now_ms, epoch, base_offset, records)
+                    }
+                };
+                let _ = reply.send(outcome);
             }
             Input::Synced { offset, generation } => {
                 self.sync_running = false;
@@ -1341,6 +1363,23 @@ struct ServeConfig {
     request_timeout: Duration,
     /// How long a request may wait for the replica's answer (a held fetch included).
     reply_timeout: Duration,
+    apis: Option<StateMachineApis>,
+}
+
+impl ServeConfig {
+    /// Every API the listener serves: the quorum's and the state machine's.
+    fn served(&self) -> impl Iterator<Item = (i16, i16, i16)> + '_ {
+        SERVED
+            .iter()
+            .copied()
+            .chain(self.apis.iter().flat_map(|a| a.apis.iter().copied()))
+    }
+
+    fn request_bytes_max(&self) -> usize {
+        self.apis.as_ref().map_or(INBOUND_REQUEST_BYTES_MAX, |a| {
+            a.request_bytes_max.max(INBOUND_REQUEST_BYTES_MAX)
+        })
+    }
 }
 
 /// Accepts connections on the controller listener.
@@ -1399,7 +1438,7 @@ async fn serve_connection(
             Err(_) => return Err(format!("idle for {CONNECTION_IDLE_MS_MAX} ms")),
         }
         let size =
-            frame::request_size(prefix, INBOUND_REQUEST_BYTES_MAX).map_err(|e| e.to_string())?;
+            frame::request_size(prefix, config.request_bytes_max()).map_err(|e| e.to_string())?;
         let mut buf = vec![0u8; size];
         time::timeout(config.request_timeout, stream.read_exact(&mut buf))
             .await
@@ -1409,9 +1448,13 @@ async fn serve_connection(
         let api_key = request.api_key();
         let version = request.api_version();
         let correlation_id = request.header.correlation_id;
-        let served = SERVED
-            .iter()
-            .any(|(key, min, max)| *key == api_key && (*min..=*max).contains(&version));
+        let served = config
+            .served()
+            .any(|(key, min, max)| key == api_key && (min..=max).contains(&version));
+        let forwarded = config
+            .apis
+            .as_ref()
+            .filter(|a| a.apis.iter().any(|(key, _, _)| *key == api_key));
         let body = if api_key == 18 {
             let response = ApiVersionsResponse {
                 error_code: if served {
@@ -1419,12 +1462,12 @@ async fn serve_connection(
                 } else {
                     ErrorCode::UNSUPPORTED_VERSION.0
                 },
-                api_keys: SERVED
-                    .iter()
+                api_keys: config
+                    .served()
                     .map(|(key, min, max)| ApiVersion {
-                        api_key: *key,
-                        min_version: *min,
-                        max_version: *max,
+                        api_key: key,
+                        min_version: min,
+                        max_version: max,
                     })
                     .collect(),
                 ..Default::default()
@@ -1439,6 +1482,23 @@ async fn serve_connection(
             return Err(format!(
                 "API {api_key} v{version} is not served on the controller listener"
             ));
+        } else if let Some(apis) = forwarded {
+            let (reply, answer) = oneshot::channel();
+            apis.requests
+                .send(ForwardedRequest {
+                    api_key,
+                    version,
+                    client_id: request.header.client_id.clone(),
+                    body: request.body.clone(),
+                    reply,
+                })
+                .await
+                .map_err(|_| "the state machine stopped".to_string())?;
+            let body = time::timeout(Duration::from_millis(apis.reply_timeout_ms), answer)
+                .await
+                .map_err(|e| format!("no answer: {e}"))?
+                .map_err(|_| "the state machine dropped the request".to_string())?;
+            (version, body)
         } else if api_key == 55 {
             let (reply, answer) = oneshot::channel();
             inputs

@@ -28,6 +28,7 @@ pub mod rand;
 pub mod signal;
 pub mod task;
 pub mod time;
+pub mod watch;
 
 /// True when this build runs inside madsim's simulator.
 pub const SIMULATION: bool = cfg!(feature = "sim");

@@ -3,8 +3,12 @@
 //!
 //! - `raft_quorum`: three KRaft replicas in one process, each with its own directory and
 //!   controller listener: election, replication, failover, restart, DescribeQuorum.
+//! - `controller_quorum`: three controllers above three replicas in one process: the
+//!   controller APIs over the wire, images on every node, failover, catching up from a
+//!   snapshot.
 //! - `controller_process`: three `samsa controller` processes: election, failover after a
 //!   SIGKILL, clean SIGTERM, a bad setting refused.
 
 mod controller_process;
+mod controller_quorum;
 mod raft_quorum;

@@ -27,7 +27,7 @@ use samsa::rt::disk::Disk;
 use samsa::rt::net::TcpListener;
 
 /// Fast timeouts: the test waits on elections.
-const TEST_RAFT: RaftConfig = RaftConfig {
+pub const TEST_RAFT: RaftConfig = RaftConfig {
     election_timeout_ms: 300,
     fetch_timeout_ms: 600,
     election_backoff_max_ms: 200,
@@ -36,7 +36,7 @@ const TEST_RAFT: RaftConfig = RaftConfig {
     fetch_max_bytes: 1 << 20,
     retry_backoff_ms: 20,
 };
-const WAIT: Duration = Duration::from_secs(20);
+pub const WAIT: Duration = Duration::from_secs(20);
 
 struct Quorum {
     dirs: BTreeMap<i32, tempfile::TempDir>,

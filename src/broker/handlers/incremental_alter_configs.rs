@@ -31,12 +31,13 @@ enum Op {
 }
 
 /// List-typed configs and Kafka's default of each.
-const LIST_CONFIGS: &[(&str, &str)] = &[
+pub const LIST_CONFIGS: &[(&str, &str)] = &[
     ("cleanup.policy", "delete"),
     ("log.cleanup.policy", "delete"),
 ];
 
-fn items(value: &str) -> Vec<String> {
+/// The items of a list config's value.
+pub fn list_items(value: &str) -> Vec<String> {
     value
         .split(',')
         .map(str::trim)
@@ -79,11 +80,11 @@ fn parse_ops(configs: &[AlterableConfig]) -> Result<Vec<Op>, Refusal> {
             1 => Op::Delete(name),
             2 => {
                 list("append")?;
-                Op::Append(name.clone(), items(&value()?))
+                Op::Append(name.clone(), list_items(&value()?))
             }
             3 => {
                 list("subtract")?;
-                Op::Subtract(name.clone(), items(&value()?))
+                Op::Subtract(name.clone(), list_items(&value()?))
             }
             other => {
                 return Err((
@@ -101,11 +102,11 @@ fn apply(current: &BTreeMap<String, String>, ops: Vec<Op>) -> BTreeMap<String, S
     let mut out = current.clone();
     let list_of = |out: &BTreeMap<String, String>, name: &str| -> Vec<String> {
         match out.get(name) {
-            Some(v) => items(v),
+            Some(v) => list_items(v),
             None => LIST_CONFIGS
                 .iter()
                 .find(|(k, _)| *k == name)
-                .map(|(_, d)| items(d))
+                .map(|(_, d)| list_items(d))
                 .unwrap_or_default(),
         }
     };
