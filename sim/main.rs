@@ -13,6 +13,7 @@
 mod faults;
 mod groups;
 mod harness;
+mod metadata;
 mod node;
 mod quorum;
 mod retention;
@@ -940,6 +941,56 @@ fn quorum_survives_every_voter_losing_power() {
     );
 }
 
+/// The controller above a quorum of three (`metadata`): admin clients on the controller APIs
+/// to every voter, brokers registering, heartbeating and fenced, under the full nemesis;
+/// judged by the quorum checkers and the image checker.
+fn controller_options(bugs: samsa::controller::core::ControllerBugs) -> quorum::QuorumOptions {
+    quorum::QuorumOptions {
+        clients: 0,
+        // Off: the register's snapshot checks do not read the controller's (see
+        // `metadata.rs`).
+        snapshots: samsa::raft::driver::SnapshotConfig {
+            max_bytes_between_snapshots: u64::MAX,
+            max_snapshot_interval_ms: 0,
+            retention_bytes: -1,
+        },
+        metadata: Some(metadata::MetadataOptions {
+            admin_clients: 4,
+            bugs,
+        }),
+        ..quorum::QuorumOptions::new(3)
+    }
+}
+
+#[test]
+fn controllers_keep_one_image_under_the_nemesis() {
+    quorum::run_quorum_suite(
+        "controllers_keep_one_image_under_the_nemesis",
+        controller_options(Default::default()),
+        100,
+    );
+}
+
+/// The image checker fires on a standby that applies a record twice.
+#[test]
+fn image_checker_fires_on_a_record_applied_twice() {
+    let bugs = samsa::controller::core::ControllerBugs {
+        apply_partition_changes_twice: true,
+    };
+    let caught = quorum::caught(controller_options(bugs), 1..6);
+    assert!(!caught.is_empty(), "no seed of 1..6 caught it");
+    for (seed, anomalies) in &caught {
+        assert!(
+            anomalies.iter().any(|a| a.starts_with("image-differs")),
+            "seed {seed}: caught as {anomalies:?}, not image-differs"
+        );
+    }
+    eprintln!(
+        "record applied twice: caught on {} of 5 seeds",
+        caught.len()
+    );
+}
+
 /// The same seed gives the same run: nemesis, operations, commits and findings.
 #[test]
 fn quorum_runs_are_deterministic() {
@@ -947,6 +998,10 @@ fn quorum_runs_are_deterministic() {
         let a = quorum::run_quorum_seed(seed, quorum::QuorumOptions::new(3));
         let b = quorum::run_quorum_seed(seed, quorum::QuorumOptions::new(3));
         assert_eq!(a.fingerprint(), b.fingerprint(), "seed {seed}");
+        let options = controller_options(Default::default());
+        let a = quorum::run_quorum_seed(seed, options);
+        let b = quorum::run_quorum_seed(seed, options);
+        assert_eq!(a.fingerprint(), b.fingerprint(), "controllers, seed {seed}");
     }
 }
 

@@ -46,6 +46,8 @@ use samsa_spec::quorum::{
 };
 use samsa_spec::register::{self, ClientOp, Outcome, RegisterOp, RegisterResult};
 
+use crate::metadata::{self, MetadataOptions, MetadataShared};
+
 /// The controller listener's port on every voter.
 pub const QUORUM_PORT: u16 = 9093;
 /// How long a client waits for its proposal's outcome before calling it unknown.
@@ -78,6 +80,9 @@ pub struct QuorumOptions {
     /// When the state machines snapshot and how much log is kept behind a snapshot.
     pub snapshots: SnapshotConfig,
     pub segment_bytes: u64,
+    /// The controller above every voter and admin clients (then the register's clients and
+    /// snapshots are off): `metadata.rs`.
+    pub metadata: Option<MetadataOptions>,
 }
 
 /// Snapshots every 16 KiB of log, a log start that follows them past 8 KiB: a few dozen
@@ -102,6 +107,7 @@ impl QuorumOptions {
             disk_sync_us: (200, 3_000),
             snapshots: SIM_SNAPSHOTS,
             segment_bytes: 16 << 10,
+            metadata: None,
         }
     }
 }
@@ -132,6 +138,7 @@ struct Shared {
     next_op: AtomicU64,
     /// Snapshots fetched from a leader and installed.
     installs: AtomicU64,
+    metadata: Arc<MetadataShared>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -159,13 +166,15 @@ pub struct QuorumOutcome {
     /// Snapshots the state machines made or loaded, and those fetched from a leader.
     pub snapshots: usize,
     pub installs: u64,
+    /// Controller suites: admin requests sent, succeeded, and images checked.
+    pub admin: (u64, u64, usize),
 }
 
 impl QuorumOutcome {
     /// Everything a run decided, for comparing two runs of one seed.
     pub fn fingerprint(&self) -> String {
         format!(
-            "{:?} {:?} {} {} {} {} {} {} {}",
+            "{:?} {:?} {} {} {} {} {} {} {} {:?}",
             self.anomalies,
             self.nemesis,
             self.elections,
@@ -174,7 +183,8 @@ impl QuorumOutcome {
             self.committed,
             self.simulated_ms,
             self.snapshots,
-            self.installs
+            self.installs,
+            self.admin
         )
     }
 }
@@ -228,13 +238,23 @@ async fn voter(
             shared.push(event)
         })
     };
-    let node = match driver::start_with_events(config, Disk::mem(disk), clock, listener, Some(sink))
+    let (apis, forwarded) = match options.metadata {
+        Some(_) => {
+            let (apis, forwarded) = samsa::controller::driver::listener_apis();
+            (Some(apis), Some(forwarded))
+        }
+        None => (None, None),
+    };
+    let node = match driver::start_with(config, Disk::mem(disk), clock, listener, Some(sink), apis)
         .await
     {
         Ok(node) => node,
         Err(e) => panic!("voter {id}: the replica did not start: {e}"),
     };
     let handle = node.handle.clone();
+    if let (Some(md), Some(forwarded)) = (options.metadata, forwarded) {
+        metadata::start_controller(id, handle.clone(), forwarded, md, shared.metadata.clone());
+    }
     lock(&shared.handles).insert(id, (incarnation, handle.clone()));
     // The state machine: apply the committed log in order, from the latest snapshot where
     // the log starts past what it applied.
@@ -539,6 +559,20 @@ async fn simulate(options: QuorumOptions) -> QuorumOutcome {
     }
     let clients = handle.create_node().name("clients").ip(CLIENTS_IP).build();
     let stop = Arc::new(AtomicBool::new(false));
+    if let Some(md) = options.metadata {
+        let addrs: Vec<(IpAddr, u16)> = (1..=options.voters)
+            .map(|id| (voter_ip(id), QUORUM_PORT))
+            .collect();
+        for i in 0..md.admin_clients {
+            clients.spawn(metadata::admin_client(
+                shared.metadata.clone(),
+                100 + i as i32,
+                addrs.clone(),
+                SmallRng::seed_from_u64(rng.gen()),
+                stop.clone(),
+            ));
+        }
+    }
     for _ in 0..options.clients {
         clients.spawn(client(
             shared.clone(),
@@ -600,6 +634,7 @@ async fn simulate(options: QuorumOptions) -> QuorumOutcome {
         }
         handle.kill(voter.node.id());
         lock(&shared.handles).remove(&id);
+        metadata::forget_controller(&shared.metadata, id);
         voter.disk.crash(mode, rng);
         voter.down_until = Some(time::now() + Duration::from_millis(down_ms));
         shared.push(QuorumEvent::Restarted {
@@ -925,6 +960,21 @@ async fn judge(
             }
         }
     }
+    if options.metadata.is_some() {
+        let best_log = best
+            .and_then(|(_, _, id)| logs.get(&id))
+            .cloned()
+            .unwrap_or_default();
+        anomalies.extend(
+            metadata::check(
+                &shared.metadata,
+                &best_log,
+                committed,
+                Duration::from_millis(options.heal_ms.max(1_000)),
+            )
+            .await,
+        );
+    }
     let committed_ops: Vec<u64> = by_offset.into_values().collect();
     let ops = lock(&shared.ops).clone();
     anomalies.extend(
@@ -954,6 +1004,7 @@ async fn judge(
             .filter(|e| matches!(e, QuorumEvent::Snapshot { .. }))
             .count(),
         installs: shared.installs.load(Ordering::Acquire),
+        admin: metadata::counts(&shared.metadata),
     }
 }
 
@@ -975,6 +1026,7 @@ pub fn run_quorum_suite(test_name: &str, options: QuorumOptions, default_count: 
     let began = std::time::Instant::now();
     let (mut elections, mut ops, mut ops_ok, mut simulated_ms) = (0usize, 0usize, 0usize, 0u64);
     let (mut snapshots, mut installs) = (0usize, 0u64);
+    let mut admin = (0u64, 0u64, 0usize);
     for seed in range.clone() {
         let outcome = run_quorum_seed(seed, options);
         if !outcome.anomalies.is_empty() {
@@ -994,16 +1046,35 @@ pub fn run_quorum_suite(test_name: &str, options: QuorumOptions, default_count: 
         simulated_ms += outcome.simulated_ms;
         snapshots += outcome.snapshots;
         installs += outcome.installs;
+        admin.0 += outcome.admin.0;
+        admin.1 += outcome.admin.1;
+        admin.2 += outcome.admin.2;
+        if options.metadata.is_some() {
+            assert!(
+                outcome.admin.1 > 0 && outcome.admin.2 > 0,
+                "{test_name}: seed {seed}: no admin request succeeded or no image was checked: {:?}",
+                outcome.admin
+            );
+        }
     }
-    // The suites are to exercise snapshots, not merely allow them.
-    assert!(
-        snapshots > 0,
-        "{test_name}: no state machine made a snapshot"
-    );
-    assert!(
-        options.voters == 1 || installs > 0,
-        "{test_name}: no voter caught up by fetching a snapshot"
-    );
+    if options.metadata.is_some() {
+        eprintln!(
+            "{test_name}: {} admin requests ({} ok), {} published images checked against the replay",
+            admin.0, admin.1, admin.2
+        );
+    }
+    // The suites are to exercise snapshots, not merely allow them (the controller suites
+    // turn them off: see `metadata.rs`).
+    if options.metadata.is_none() {
+        assert!(
+            snapshots > 0,
+            "{test_name}: no state machine made a snapshot"
+        );
+        assert!(
+            options.voters == 1 || installs > 0,
+            "{test_name}: no voter caught up by fetching a snapshot"
+        );
+    }
     let wall = began.elapsed().as_secs_f64();
     let seeds = range.end - range.start;
     eprintln!(

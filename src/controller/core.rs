@@ -95,6 +95,16 @@ pub struct ControllerConfig {
     /// The most bytes of encoded records one proposal may hold: what one batch of the
     /// metadata log may carry (the quorum's fetch size, less room for the batch's framing).
     pub proposal_bytes_max: usize,
+    /// Deliberate bugs for the simulation's checker tests; all off in every real config.
+    pub bugs: ControllerBugs,
+}
+
+/// Bugs the simulation plants to show its image checker fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ControllerBugs {
+    /// A standby applies each PartitionChangeRecord twice (a loader that replays a batch it
+    /// already applied): the leader and partition epochs move twice.
+    pub apply_partition_changes_twice: bool,
 }
 
 impl ControllerConfig {
@@ -109,6 +119,7 @@ impl ControllerConfig {
             delete_topic_enable: true,
             seed,
             proposal_bytes_max: PROPOSAL_BYTES_DEFAULT,
+            bugs: ControllerBugs::default(),
         }
     }
 }
@@ -577,6 +588,15 @@ impl Controller {
         for (i, record) in records.iter().enumerate() {
             self.committed
                 .replay(base_offset + i as i64, epoch, record)?;
+            if self.config.bugs.apply_partition_changes_twice
+                && self.active.is_none()
+                && matches!(record, MetadataRecord::PartitionChange(_))
+            {
+                // The planted bug: the same record again, its offset check sidestepped.
+                self.committed.offset -= 1;
+                self.committed
+                    .replay(base_offset + i as i64, epoch, record)?;
+            }
         }
         self.applied_offset = last_offset;
         if let Some(active) = &mut self.active {
