@@ -18,9 +18,13 @@ fn main() {
 }
 
 #[cfg(not(feature = "sim"))]
+#[path = "support/mod.rs"]
+mod support;
+
+#[cfg(not(feature = "sim"))]
 mod real {
+    use super::support::{bench_dir, bench_seconds, percentile, remove};
     use std::collections::BTreeMap;
-    use std::path::PathBuf;
     use std::time::Duration;
 
     use bytes::Bytes;
@@ -104,20 +108,9 @@ mod real {
         latencies
     }
 
-    fn percentile(sorted: &[u64], p: f64) -> u64 {
-        if sorted.is_empty() {
-            return 0;
-        }
-        let at = ((sorted.len() - 1) as f64 * p).round() as usize;
-        sorted[at.min(sorted.len() - 1)]
-    }
-
     pub fn main() {
-        let seconds: u64 = std::env::var("SAMSA_BENCH_SECONDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(5);
-        let parent = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/bench-tmp"));
+        let seconds = bench_seconds();
+        let parent = bench_dir();
         let root = parent.join(format!("raft-{}", std::process::id()));
         println!("bench directory: {}", root.display());
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -156,12 +149,5 @@ mod real {
             }
         });
         remove(&root);
-    }
-
-    // Cleanup of the bench's own directory after the measurement, outside the system under
-    // test.
-    #[allow(clippy::disallowed_methods)]
-    fn remove(root: &std::path::Path) {
-        let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -614,6 +614,56 @@ impl MetadataImage {
     }
 }
 
+impl MetadataImage {
+    /// [`MetadataImage::check`] limited to what `records` touched (the topics they name), in
+    /// time proportional to them rather than to the image: the controller runs it after
+    /// every write.
+    pub fn check_touched(&self, records: &[MetadataRecord]) -> Result<(), String> {
+        if self.topics.len() != self.topic_ids.len() {
+            return Err(format!(
+                "{} topics by id but {} by name",
+                self.topics.len(),
+                self.topic_ids.len()
+            ));
+        }
+        for record in records {
+            let id = match record {
+                MetadataRecord::Topic(r) => {
+                    if self.topic_ids.get(&r.name) != Some(&r.topic_id) {
+                        return Err(format!("topic {} is not filed under its id", r.name));
+                    }
+                    r.topic_id
+                }
+                MetadataRecord::Partition(r) => r.topic_id,
+                MetadataRecord::PartitionChange(r) => r.topic_id,
+                MetadataRecord::RemoveTopic(r) => {
+                    if self.topics.contains_key(&r.topic_id) {
+                        return Err(format!(
+                            "removed topic {} is still there",
+                            r.topic_id.to_base64()
+                        ));
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            let topic = self.topics.get(&id).ok_or_else(|| {
+                format!("a record names topic {}, which is missing", id.to_base64())
+            })?;
+            if self.topic_ids.get(&topic.name) != Some(&id) {
+                return Err(format!("topic {} is filed under another id", topic.name));
+            }
+            for (expected, (index, p)) in topic.partitions.iter().enumerate() {
+                if *index != expected as i32 {
+                    return Err(format!("topic {} skips partition {expected}", topic.name));
+                }
+                check_partition(p).map_err(|e| format!("{}-{index}: {e}", topic.name))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A partition's record, whole.
 pub fn partition_record(topic_id: Uuid, index: i32, p: &PartitionRegistration) -> PartitionRecord {
     PartitionRecord {
