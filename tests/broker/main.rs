@@ -16,5 +16,6 @@ mod fetch_zero_copy;
 mod group_consumer;
 mod hostile;
 mod idempotence;
+mod previous_release;
 mod retention;
 mod sigkill;
