@@ -355,6 +355,10 @@ pub enum Request {
         validate_only: bool,
     },
     AllocateProducerIds(AllocateProducerIdsRequest),
+    /// The records of a data directory of the previous release
+    /// ([`super::migration::LegacyDirectory::records`]), written as one batch onto a log
+    /// that holds no topics, configs or producer ids yet.
+    Migrate(Vec<MetadataRecord>),
 }
 
 /// What a heartbeat learns.
@@ -384,6 +388,7 @@ pub enum Reply {
     AlterConfigs(Vec<(ConfigResource, Result<(), ControllerError>)>),
     /// The first id of the block and its length.
     AllocateProducerIds(Result<(i64, i32), ControllerError>),
+    Migrate(Result<(), ControllerError>),
 }
 
 impl Reply {
@@ -417,6 +422,7 @@ impl Reply {
                     .collect(),
             ),
             Request::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+            Request::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
 
@@ -438,6 +444,7 @@ impl Reply {
                 Reply::AlterConfigs(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
             }
             Reply::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+            Reply::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
 }
@@ -728,6 +735,7 @@ impl Controller {
             Request::AllocateProducerIds(r) => {
                 Reply::AllocateProducerIds(self.allocate_producer_ids(&r))
             }
+            Request::Migrate(records) => Reply::Migrate(self.migrate(records)),
         };
         let active = self.active.as_mut().expect("still active");
         let offset = active.next_offset - 1;
@@ -1763,6 +1771,38 @@ impl Controller {
             next_producer_id: next,
         })]);
         Ok((start, PRODUCER_ID_BLOCK_SIZE))
+    }
+}
+
+impl Controller {
+    /// Writes a migrated directory's records, once: only onto a log with no topics, configs
+    /// or producer ids, and only if they apply (checked on a copy of the working image first,
+    /// since a record the working image refuses would stop the controller).
+    fn migrate(&mut self, records: Vec<MetadataRecord>) -> Result<(), ControllerError> {
+        let active = self.active();
+        let working = &active.working;
+        if !working.topics.is_empty() || !working.configs.is_empty() || working.next_producer_id > 0
+        {
+            return Err(ControllerError::InvalidRequest {
+                reason: "the metadata log already holds topics, configs or producer ids; a data directory is migrated only onto an empty one".into(),
+            });
+        }
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut batch = BoundedRecords::default();
+        self.add_bounded(&mut batch, "the migrated data directory", records)?;
+        let mut copy = working.clone();
+        for (i, record) in batch.records.iter().enumerate() {
+            copy.replay(active.next_offset + i as i64, active.epoch, record)
+                .map_err(|e| ControllerError::InvalidRequest {
+                    reason: format!("the migrated data directory does not apply: {}", e.reason),
+                })?;
+        }
+        copy.check()
+            .map_err(|reason| ControllerError::InvalidRequest { reason })?;
+        self.write(batch.records);
+        Ok(())
     }
 }
 

@@ -968,6 +968,82 @@ fn controller_refuses_a_request_larger_than_one_metadata_batch() {
 }
 
 #[test]
+fn controller_migrates_a_legacy_directory_once_and_ids_continue_above_it() {
+    use crate::controller::migration::{LegacyDirectory, LegacyTopic};
+    let legacy = LegacyDirectory {
+        topics: vec![LegacyTopic {
+            name: "orders".into(),
+            id: Uuid([9; 16]),
+            partitions: 3,
+            overrides: [("retention.ms".to_string(), "1000".to_string())].into(),
+        }],
+        cluster_default_configs: [("log.retention.ms".to_string(), "5000".to_string())].into(),
+        node_configs: BTreeMap::new(),
+        producer_id_block_end: Some(4000),
+    };
+    let records = legacy.records(1).expect("a valid directory");
+    let mut c = active(0);
+    assert_eq!(
+        call(&mut c, 0, Request::Migrate(records.clone())),
+        Reply::Migrate(Ok(()))
+    );
+    let orders = c.committed().topic("orders").expect("migrated").clone();
+    assert_eq!(orders.id, Uuid([9; 16]));
+    assert_eq!(orders.partitions.len(), 3);
+    assert!(orders
+        .partitions
+        .values()
+        .all(|p| p.leader == 1 && p.isr == [1]));
+    assert_eq!(
+        c.committed()
+            .configs_of(&ConfigResource::topic("orders"))
+            .get("retention.ms")
+            .map(String::as_str),
+        Some("1000")
+    );
+    // Once only.
+    assert!(matches!(
+        call(&mut c, 0, Request::Migrate(records)),
+        Reply::Migrate(Err(ControllerError::InvalidRequest { .. }))
+    ));
+    // The node registers and its first block starts at the old end.
+    let epoch = join(&mut c, 0, 1);
+    let Reply::AllocateProducerIds(Ok((start, _))) = call(
+        &mut c,
+        0,
+        Request::AllocateProducerIds(AllocateProducerIdsRequest {
+            broker_id: NodeId(1),
+            broker_epoch: epoch,
+        }),
+    ) else {
+        panic!("no block");
+    };
+    assert_eq!(start, 4000);
+    // A directory whose records do not apply is refused whole.
+    let mut broken = LegacyDirectory {
+        topics: vec![
+            LegacyTopic {
+                name: "a".into(),
+                id: Uuid([7; 16]),
+                partitions: 1,
+                overrides: BTreeMap::new(),
+            },
+            LegacyTopic {
+                name: "b".into(),
+                id: Uuid([7; 16]),
+                partitions: 1,
+                overrides: BTreeMap::new(),
+            },
+        ],
+        ..LegacyDirectory::default()
+    };
+    assert!(broken.records(1).is_err(), "two topics with one id");
+    broken.topics.truncate(1);
+    broken.topics[0].partitions = 0;
+    assert!(broken.records(1).is_err(), "a topic without partitions");
+}
+
+#[test]
 fn controller_bounds_uncommitted_writes() {
     let mut c = active(0);
     let epoch = join(&mut c, 0, 1);

@@ -313,3 +313,60 @@ async fn the_previous_release_data_directory_keeps_everything() {
     drop(conn);
     broker.stop().await;
 }
+
+/// The fixture, read by the previous release's code, written as metadata records
+/// (`controller::migration`): replayed into an empty image they give every topic with its id,
+/// partitions and overrides, the dynamic config, and a next producer id at the old block's end.
+#[tokio::test]
+async fn the_previous_release_directory_becomes_metadata_records() {
+    use samsa::controller::image::{ConfigResource, MetadataImage};
+    use samsa::controller::migration::{LegacyDirectory, LegacyTopic};
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&fixture_dir(), dir.path());
+    let old_block_end = decode_block_end(&read(&dir.path().join(PRODUCER_ID_BLOCK_FILE)))
+        .expect("the fixture's producer-id-block reads");
+    let broker = TestBroker::start(dir.path(), SETTINGS).await;
+    let layers = broker.broker.dynamic.layers().await;
+    let legacy = LegacyDirectory {
+        topics: broker
+            .broker
+            .topics
+            .list()
+            .await
+            .iter()
+            .map(|t| LegacyTopic {
+                name: t.name.clone(),
+                id: t.id,
+                partitions: t.partitions.len() as i32,
+                overrides: t.overrides.clone(),
+            })
+            .collect(),
+        cluster_default_configs: layers.cluster_default.clone(),
+        node_configs: layers.node.clone(),
+        producer_id_block_end: Some(old_block_end),
+    };
+    let records = legacy.records(1).expect("the fixture migrates");
+    let mut image = MetadataImage::empty();
+    for (offset, record) in records.iter().enumerate() {
+        image.replay(offset as i64, 0, record).expect("applies");
+    }
+    for topic in &legacy.topics {
+        let migrated = image.topic(&topic.name).expect("every topic");
+        assert_eq!(migrated.id, topic.id);
+        assert_eq!(migrated.partitions.len() as i32, topic.partitions);
+        assert_eq!(
+            image.configs_of(&ConfigResource::topic(&topic.name)),
+            topic.overrides
+        );
+    }
+    assert!(image.topic("__consumer_offsets").is_some());
+    assert_eq!(
+        image
+            .configs_of(&ConfigResource::broker(None))
+            .get(DYNAMIC.0)
+            .map(String::as_str),
+        Some(DYNAMIC.1)
+    );
+    assert_eq!(image.next_producer_id, old_block_end);
+    broker.stop().await;
+}
