@@ -20,6 +20,8 @@ pub mod dynamic_config;
 pub mod fetch_session;
 // @core
 pub mod handlers;
+pub mod lifecycle;
+pub mod lifecycle_driver;
 pub mod partition;
 pub mod producer_ids;
 pub mod server;

@@ -717,12 +717,7 @@ struct Driver {
 
 impl Driver {
     fn now_ms(&self) -> u64 {
-        u64::try_from(
-            time::now()
-                .saturating_duration_since(self.origin)
-                .as_millis(),
-        )
-        .unwrap_or(u64::MAX)
+        time::millis_since(self.origin)
     }
 
     async fn run(mut self, mut queue: mpsc::Receiver<Input>) -> Result<(), DriverError> {

@@ -6,6 +6,12 @@
 use std::future::Future;
 pub use std::time::{Duration, Instant};
 
+/// Milliseconds from `origin` to now: the `now_ms` a core's inputs carry, from a driver's
+/// start (0 if the clock reads before `origin`).
+pub fn millis_since(origin: Instant) -> u64 {
+    u64::try_from(now().saturating_duration_since(origin).as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The current monotonic instant (simulated under `sim`).
 #[allow(clippy::disallowed_methods)]
 pub fn now() -> Instant {

@@ -62,16 +62,23 @@ struct Quorum {
     listeners: BTreeMap<i32, Option<TcpListener>>,
     nodes: BTreeMap<i32, Node>,
     snapshots: SnapshotConfig,
+    /// `broker.session.timeout.ms` of every controller.
+    session_timeout_ms: u64,
 }
 
 impl Quorum {
     async fn new(snapshots: SnapshotConfig) -> Quorum {
+        Quorum::with_sessions(snapshots, 9_000).await
+    }
+
+    async fn with_sessions(snapshots: SnapshotConfig, session_timeout_ms: u64) -> Quorum {
         let mut quorum = Quorum {
             dirs: BTreeMap::new(),
             voters: BTreeMap::new(),
             listeners: BTreeMap::new(),
             nodes: BTreeMap::new(),
             snapshots,
+            session_timeout_ms,
         };
         for id in 1..=3 {
             let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -113,7 +120,10 @@ impl Quorum {
         });
         let controller = controller_driver::start(
             raft.handle.clone(),
-            ControllerConfig::new(id, CLUSTER, 7 + id as u64),
+            ControllerConfig {
+                session_timeout_ms: self.session_timeout_ms,
+                ..ControllerConfig::new(id, CLUSTER, 7 + id as u64)
+            },
             policy,
             Some(forwarded),
         );
@@ -507,4 +517,76 @@ async fn a_new_controller_continues_and_a_returning_one_catches_up_from_a_snapsh
     if returned.applied_offset == reference.applied_offset {
         assert_eq!(returned.image, reference.image);
     }
+}
+
+/// A broker's lifecycle (`broker::lifecycle`) against the quorum: it registers and is
+/// unfenced, keeps its session through a failover of the active controller (sessions short
+/// enough that a broker whose heartbeats stopped would be fenced meanwhile), and a controlled
+/// shutdown moves its leaderships away before the controller lets it stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_keeps_its_session_across_a_failover_and_shuts_down_in_a_controlled_way() {
+    use samsa::broker::lifecycle::{BrokerState, LifecycleConfig};
+    use samsa::broker::lifecycle_driver;
+    // Sessions short enough to expire within the test.
+    let mut quorum = Quorum::with_sessions(SnapshotConfig::DEFAULT, 1_500).await;
+    let controllers: Vec<String> = quorum.voters.values().cloned().collect();
+    let (lifecycle, task) = lifecycle_driver::start(
+        LifecycleConfig {
+            registration: registration(7, CLUSTER),
+            heartbeat_interval_ms: 200,
+            retry_backoff_ms: 50,
+        },
+        controllers,
+    );
+    lifecycle.metadata_applied(i64::MAX / 2);
+    let running = lifecycle
+        .wait_for(WAIT, |s| s.state == BrokerState::Running)
+        .await
+        .expect("registered and unfenced");
+    let epoch = running.epoch.expect("an epoch");
+
+    let active = quorum.active().await;
+    let mut conn = quorum.connect(active).await;
+    let created = create_topics(&mut conn, vec![topic("led", 2, 1)]).await;
+    assert_eq!(created.topics[0].error_code, 0);
+    drop(conn);
+
+    // A broker that stops heartbeating after it was unfenced: the control.
+    register_unfenced(&quorum, 8).await;
+
+    quorum.stop(active).await;
+    let next = quorum.active().await;
+    // Three session timeouts later the broker is still unfenced at the new controller, and
+    // the silent one is fenced.
+    tokio::time::sleep(Duration::from_millis(3 * 1_500)).await;
+    let image = quorum.nodes[&next].controller.handle.published().image;
+    assert!(
+        !image.brokers[&7].fenced,
+        "heartbeats reached the new controller"
+    );
+    assert!(
+        image.brokers[&8].fenced,
+        "a silent broker is fenced meanwhile"
+    );
+    assert_eq!(lifecycle.status().state, BrokerState::Running);
+    assert_eq!(
+        lifecycle.status().epoch,
+        Some(epoch),
+        "the same registration"
+    );
+
+    lifecycle.begin_controlled_shutdown().await;
+    lifecycle
+        .wait_for(WAIT, |s| s.state == BrokerState::ShutDown)
+        .await
+        .expect("the controller lets it stop");
+    let end = quorum.nodes[&next].raft.handle.status().high_watermark - 1;
+    let image = &quorum.applied_everywhere(end).await[&next].image;
+    let led = image.topic("led").expect("the topic");
+    assert!(
+        led.partitions.values().all(|p| p.leader != 7),
+        "no partition is led by the stopped broker: {led:?}"
+    );
+    lifecycle.stop().await;
+    task.await.expect("the lifecycle stops");
 }
