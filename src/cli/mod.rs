@@ -14,6 +14,7 @@ pub mod perf;
 pub mod perf_clean;
 pub mod perf_commit;
 pub mod produce;
+pub mod storage;
 pub mod topics;
 
 use std::process::ExitCode;
@@ -23,6 +24,7 @@ const USAGE: &str = "usage: samsa <command> [args]
 commands:
   broker [FILE] [--override key=value]...   run a broker node (Kafka's server.properties keys)
   controller [FILE] [--override key=value]...   run a metadata quorum voter (controller.properties)
+  storage random-uuid|format [options]      a cluster id; meta.properties with it (kafka-storage.sh)
   perf produce|consume|commit [options]     load generators (see `samsa perf --help`)
   topics create|list|describe|alter|delete  administer topics
   produce --topic T [options]               write stdin lines as records
@@ -36,6 +38,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("broker") => broker::main(&args[1..]),
         Some("controller") => controller::main(&args[1..]),
         Some("perf") => perf::main(&args[1..]),
+        Some("storage") => storage::main(&args[1..]),
         Some("topics") => topics::main(&args[1..]),
         Some("produce") => produce::main(&args[1..]),
         Some("consume") => consume::main(&args[1..]),

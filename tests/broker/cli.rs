@@ -1011,3 +1011,58 @@ fn cli_perf_clean_cleans_both_copies_and_refuses_a_used_directory() {
     )
     .fails("bad codec", 2, "--compression");
 }
+
+/// `samsa storage`: a cluster id, and directories formatted with it (never twice, unless asked
+/// to skip formatted ones of the same cluster).
+#[test]
+fn cli_storage_formats_directories_with_one_cluster_id() {
+    let uuid = samsa(&["storage", "random-uuid"], "").ok("random-uuid");
+    let id = uuid.stdout.trim().to_string();
+    assert_eq!(id.len(), 22, "a Kafka UUID: {id}");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let metadata = dir.path().join("metadata");
+    let log_dirs = format!("log.dirs={}", data.display());
+    let metadata_dir = format!("metadata.log.dir={}", metadata.display());
+    let format = |extra: &[&str]| {
+        let mut args = vec![
+            "storage",
+            "format",
+            "--cluster-id",
+            id.as_str(),
+            "--override",
+            "node.id=4",
+            "--override",
+            log_dirs.as_str(),
+            "--override",
+            metadata_dir.as_str(),
+        ];
+        args.extend(extra);
+        samsa(&args, "")
+    };
+    format(&[]).ok("format");
+    for path in [&data, &metadata] {
+        #[allow(clippy::disallowed_methods)] // the test reads what the tool wrote
+        let text = std::fs::read_to_string(path.join("meta.properties")).unwrap();
+        assert!(text.contains(&format!("cluster.id={id}\n")), "{text}");
+        assert!(text.contains("node.id=4\n"), "{text}");
+    }
+    format(&[]).fails("formatting twice", 1, "exists already");
+    format(&["--ignore-formatted"]).ok("format again, skipping formatted directories");
+    samsa(
+        &[
+            "storage",
+            "format",
+            "--cluster-id",
+            "pk5ZlY13SxKKmKpulbGLrQ",
+            "--override",
+            "node.id=4",
+            "--override",
+            log_dirs.as_str(),
+            "--ignore-formatted",
+        ],
+        "",
+    )
+    .fails("another cluster's directory", 1, "belongs to cluster");
+    samsa(&["storage", "format", "--cluster-id", "x"], "").fails("a bad id", 2, "not a Kafka UUID");
+}
