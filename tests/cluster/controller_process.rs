@@ -2,7 +2,9 @@
 //! the controller listener names a leader whose first record a majority holds; the leader
 //! stopped with SIGTERM resigns and a successor leads; it comes back from its directory; the
 //! new leader killed with SIGKILL, the two others elect another in a later epoch; SIGTERM
-//! stops each cleanly. A bad setting is refused by name with exit status 2.
+//! stops each cleanly. Formatted with one cluster id, the processes' controllers create a
+//! topic, and again through the survivors after the active one is killed (the time it took is
+//! printed). A bad setting is refused by name with exit status 2.
 #![cfg(not(feature = "sim"))]
 
 use std::path::Path;
@@ -19,6 +21,17 @@ use samsa::protocol::describe_quorum::{
 const POLLS_MAX: u32 = 300;
 const POLL_MS: u64 = 100;
 
+/// Three voters' ids and free ports, and `controller.quorum.voters` naming them.
+fn three_voters() -> (Vec<(i32, u16)>, String) {
+    let ports: Vec<(i32, u16)> = (1..=3).map(|id| (id, free_port())).collect();
+    let voters = ports
+        .iter()
+        .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (ports, voters)
+}
+
 fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").port()
@@ -28,7 +41,29 @@ fn free_port() -> u16 {
 // test.
 #[allow(clippy::disallowed_methods)]
 fn spawn(dir: &Path, id: i32, voters: &str, port: u16) -> Child {
+    spawn_with(
+        dir,
+        id,
+        voters,
+        port,
+        &[
+            "controller.quorum.election.timeout.ms=300",
+            "controller.quorum.fetch.timeout.ms=600",
+            "controller.quorum.election.backoff.max.ms=200",
+        ],
+    )
+}
+
+// The child's stderr goes to a file of the test's own directory, outside the system under
+// test.
+#[allow(clippy::disallowed_methods)]
+fn spawn_with(dir: &Path, id: i32, voters: &str, port: u16, settings: &[&str]) -> Child {
     let stderr = std::fs::File::create(dir.join(format!("controller-{id}.log"))).expect("log");
+    let mut overrides: Vec<String> = Vec::new();
+    for setting in settings {
+        overrides.push("--override".into());
+        overrides.push(setting.to_string());
+    }
     Command::new(env!("CARGO_BIN_EXE_samsa"))
         .args([
             "controller",
@@ -43,13 +78,8 @@ fn spawn(dir: &Path, id: i32, voters: &str, port: u16) -> Child {
                 "metadata.log.dir={}",
                 dir.join(format!("meta-{id}")).display()
             ),
-            "--override",
-            "controller.quorum.election.timeout.ms=300",
-            "--override",
-            "controller.quorum.fetch.timeout.ms=600",
-            "--override",
-            "controller.quorum.election.backoff.max.ms=200",
         ])
+        .args(&overrides)
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()
@@ -98,6 +128,22 @@ async fn leader(ports: &[(i32, u16)], above_epoch: i32) -> (i32, i32) {
     panic!("no leader above epoch {above_epoch} among {ports:?}");
 }
 
+/// Kills node `id` with SIGKILL and waits for it; the other nodes' ports.
+fn sigkill(children: &mut Vec<(i32, Child)>, ports: &[(i32, u16)], id: i32) -> Vec<(i32, u16)> {
+    let at = children
+        .iter()
+        .position(|(child, _)| *child == id)
+        .expect("its process");
+    let (_, mut killed) = children.remove(at);
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    ports
+        .iter()
+        .copied()
+        .filter(|(other, _)| *other != id)
+        .collect()
+}
+
 fn sigterm(child: &Child) {
     let pid = i32::try_from(child.id()).expect("a pid");
     // SAFETY: kill(2) with a pid this test spawned and has not reaped.
@@ -107,12 +153,7 @@ fn sigterm(child: &Child) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_controller_processes_elect_and_fail_over() {
     let dir = tempfile::tempdir().expect("a directory");
-    let ports: Vec<(i32, u16)> = (1..=3).map(|id| (id, free_port())).collect();
-    let voters = ports
-        .iter()
-        .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
-        .collect::<Vec<_>>()
-        .join(",");
+    let (ports, voters) = three_voters();
     let mut children: Vec<(i32, Child)> = ports
         .iter()
         .map(|(id, port)| (*id, spawn(dir.path(), *id, &voters, *port)))
@@ -151,18 +192,7 @@ async fn three_controller_processes_elect_and_fail_over() {
     // It comes back from its directory; then the new leader is killed.
     let port = ports.iter().find(|(id, _)| *id == first).expect("a port").1;
     children.push((first, spawn(dir.path(), first, &voters, port)));
-    let at = children
-        .iter()
-        .position(|(id, _)| *id == second)
-        .expect("its process");
-    let (_, mut killed) = children.remove(at);
-    killed.kill().expect("SIGKILL");
-    let _ = killed.wait();
-    let survivors: Vec<(i32, u16)> = ports
-        .iter()
-        .copied()
-        .filter(|(id, _)| *id != second)
-        .collect();
+    let survivors = sigkill(&mut children, &ports, second);
     let (third, last) = leader(&survivors, later).await;
     assert_ne!(third, second);
     assert!(last > later);
@@ -173,6 +203,149 @@ async fn three_controller_processes_elect_and_fail_over() {
         let log = log_of(*id);
         assert!(status.success(), "controller {id} exited {status}:\n{log}");
         assert!(log.contains("shut down cleanly"), "controller {id}:\n{log}");
+    }
+}
+
+/// Three `samsa controller` processes formatted with one cluster id (`samsa storage format`),
+/// with Samsa's default quorum timings: a broker registers with the active controller, a topic
+/// is created on it; the active controller is killed with SIGKILL, and a topic is created
+/// again through the survivors (trying each, as a broker does after NOT_CONTROLLER). The time
+/// from the SIGKILL to that creation is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_are_created_again_after_the_active_controller_is_killed() {
+    use samsa::protocol::broker_heartbeat::{BrokerHeartbeatRequest, BrokerHeartbeatResponse};
+    use samsa::protocol::broker_registration::{
+        BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
+        BrokerRegistrationResponse,
+    };
+    use samsa::protocol::create_topics::{
+        CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
+    };
+    use samsa::protocol::types::{NodeId, Offset};
+    use samsa::protocol::wire::Uuid;
+
+    let dir = tempfile::tempdir().expect("a directory");
+    let cluster_id = {
+        let out = Command::new(env!("CARGO_BIN_EXE_samsa"))
+            .args(["storage", "random-uuid"])
+            .output()
+            .expect("random-uuid");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    };
+    let (ports, voters) = three_voters();
+    for (id, _) in &ports {
+        let status = Command::new(env!("CARGO_BIN_EXE_samsa"))
+            .args([
+                "storage",
+                "format",
+                "--cluster-id",
+                &cluster_id,
+                "--override",
+                &format!("node.id={id}"),
+                "--override",
+                &format!(
+                    "log.dirs={}",
+                    dir.path().join(format!("meta-{id}")).display()
+                ),
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .expect("format");
+        assert!(status.success());
+    }
+    let mut children: Vec<(i32, Child)> = ports
+        .iter()
+        .map(|(id, port)| (*id, spawn_with(dir.path(), *id, &voters, *port, &[])))
+        .collect();
+    let limits = ConnectionLimits {
+        request_timeout_ms: 5_000,
+        connect_timeout_ms: 1_000,
+        ..ConnectionLimits::default()
+    };
+    // Registers broker 9 (and heartbeats it unfenced), then creates `name`, trying every
+    // port until the active controller answers; the port that did.
+    let create_on = |ports: Vec<(i32, u16)>, name: String, cluster_id: String| {
+        let limits = limits.clone();
+        async move {
+            for _ in 0..POLLS_MAX {
+                for (id, port) in &ports {
+                    let Ok(mut conn) =
+                        Connection::connect(&format!("127.0.0.1:{port}"), "test", limits.clone())
+                            .await
+                    else {
+                        continue;
+                    };
+                    let registration = BrokerRegistrationRequest {
+                        broker_id: NodeId(9),
+                        cluster_id: cluster_id.clone(),
+                        incarnation_id: Uuid([9; 16]),
+                        listeners: vec![BrokerRegistrationListener {
+                            name: "PLAINTEXT".into(),
+                            host: "127.0.0.1".into(),
+                            port: 9092,
+                            security_protocol: 0,
+                        }],
+                        features: vec![BrokerRegistrationFeature {
+                            name: "metadata.version".into(),
+                            min_supported_version: 1,
+                            max_supported_version: 21,
+                        }],
+                        ..Default::default()
+                    };
+                    let Ok(registered) = conn
+                        .send::<_, BrokerRegistrationResponse>(62, 0, &registration)
+                        .await
+                    else {
+                        continue;
+                    };
+                    if registered.error_code != 0 {
+                        continue;
+                    }
+                    let heartbeat = BrokerHeartbeatRequest {
+                        broker_id: NodeId(9),
+                        broker_epoch: registered.broker_epoch,
+                        current_metadata_offset: Offset(i64::MAX / 2),
+                        ..Default::default()
+                    };
+                    let _: Result<BrokerHeartbeatResponse, _> = conn.send(63, 0, &heartbeat).await;
+                    let request = CreateTopicsRequest {
+                        topics: vec![CreatableTopic {
+                            name: name.clone(),
+                            num_partitions: 1,
+                            replication_factor: 1,
+                            ..Default::default()
+                        }],
+                        timeout_ms: 5_000,
+                        validate_only: false,
+                    };
+                    if let Ok(created) = conn.send::<_, CreateTopicsResponse>(19, 7, &request).await
+                    {
+                        if created.topics[0].error_code == 0 {
+                            return *id;
+                        }
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("no controller among {ports:?} created {name}");
+        }
+    };
+    let active = create_on(ports.clone(), "before".into(), cluster_id.clone()).await;
+    let killed_at = samsa::rt::time::now();
+    let survivors = sigkill(&mut children, &ports, active);
+    let next = create_on(survivors, "after".into(), cluster_id.clone()).await;
+    let elapsed = killed_at.elapsed();
+    assert_ne!(next, active);
+    eprintln!(
+        "SIGKILL of the active controller to the next topic created: {} ms (default quorum timings)",
+        elapsed.as_millis()
+    );
+    for (_, child) in &mut children {
+        sigterm(child);
+        let _ = child.wait();
     }
 }
 

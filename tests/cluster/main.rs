@@ -7,7 +7,8 @@
 //!   controller APIs over the wire, images on every node, failover, catching up from a
 //!   snapshot.
 //! - `controller_process`: three `samsa controller` processes: election, failover after a
-//!   SIGKILL, clean SIGTERM, a bad setting refused.
+//!   SIGKILL, clean SIGTERM, topic creation again after the active controller's SIGKILL, a
+//!   bad setting refused.
 
 mod controller_process;
 mod controller_quorum;
