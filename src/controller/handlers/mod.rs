@@ -182,3 +182,7 @@ pub fn encode_message<M: crate::protocol::message::Message>(
         .map_err(|e| HandlerError(format!("encoding an answer: {e}")))?;
     Ok(out.freeze())
 }
+
+#[cfg(test)]
+#[path = "handlers_tests.rs"]
+mod tests;
