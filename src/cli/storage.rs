@@ -100,8 +100,7 @@ pub fn parse(args: &[String]) -> Result<Format, String> {
     }
     let mut settings: BTreeMap<String, String> = BTreeMap::new();
     if let Some(path) = &file {
-        #[allow(clippy::disallowed_methods)] // reading the operator's file, before any runtime
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        let text = crate::rt::disk::read_host_file(path).map_err(|e| format!("{path}: {e}"))?;
         for (k, v, _line) in parse_properties(&text).map_err(|e| format!("{path}: {e}"))? {
             settings.insert(k, v);
         }
