@@ -806,7 +806,7 @@ impl Controller {
         name: &str,
         more: Vec<MetadataRecord>,
     ) -> Result<(), ControllerError> {
-        let more_bytes: usize = more.iter().map(|r| r.encode().len()).sum();
+        let more_bytes: usize = more.iter().map(MetadataRecord::encoded_len).sum();
         let records = batch.records.len() + more.len();
         let bytes = batch.bytes + more_bytes;
         if records > PROPOSAL_RECORDS_MAX || bytes > self.config.proposal_bytes_max {

@@ -540,17 +540,21 @@ impl MetadataRecord {
         }
     }
 
+    /// The exact length of [`MetadataRecord::encode`]'s bytes, without encoding.
+    pub fn encoded_len(&self) -> usize {
+        let version = self.version();
+        unsigned_varint_len(FRAME_VERSION)
+            + unsigned_varint_len(self.record_type() as u32)
+            + unsigned_varint_len(version as u32)
+            + each_record!(self, r => r.encoded_len(version))
+    }
+
     /// The record framed for the log (module docs).
     pub fn encode(&self) -> Bytes {
         let version = self.version();
         let record_type = self.record_type() as u32;
-        let body_len = each_record!(self, r => r.encoded_len(version));
-        let mut out = BytesMut::with_capacity(
-            unsigned_varint_len(FRAME_VERSION)
-                + unsigned_varint_len(record_type)
-                + unsigned_varint_len(version as u32)
-                + body_len,
-        );
+        let len = self.encoded_len();
+        let mut out = BytesMut::with_capacity(len);
         write_unsigned_varint(&mut out, FRAME_VERSION);
         write_unsigned_varint(&mut out, record_type);
         write_unsigned_varint(&mut out, version as u32);
@@ -560,6 +564,7 @@ impl MetadataRecord {
         if let Err(e) = encoded {
             panic!("encoding a {:?} record: {e}", self.record_type());
         }
+        assert_eq!(out.len(), len, "encoded_len is exact");
         out.freeze()
     }
 
