@@ -24,7 +24,12 @@ fn main() {
 mod support;
 
 #[cfg(not(feature = "sim"))]
+#[path = "../tests/support/controller_requests.rs"]
+mod controller_requests;
+
+#[cfg(not(feature = "sim"))]
 mod real {
+    use super::controller_requests::{caught_up_heartbeat, registration};
     use super::support::{bench_dir, bench_seconds, percentile, remove};
     use std::collections::BTreeMap;
     use std::path::Path;
@@ -37,16 +42,11 @@ mod real {
     use samsa::controller::core::ControllerConfig;
     use samsa::controller::driver::{self as controller_driver, ControllerNode};
     use samsa::controller::policy::BrokerConfigPolicy;
-    use samsa::controller::records::{METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL};
-    use samsa::protocol::broker_heartbeat::{BrokerHeartbeatRequest, BrokerHeartbeatResponse};
-    use samsa::protocol::broker_registration::{
-        BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
-        BrokerRegistrationResponse,
-    };
+    use samsa::protocol::broker_heartbeat::BrokerHeartbeatResponse;
+    use samsa::protocol::broker_registration::BrokerRegistrationResponse;
     use samsa::protocol::create_topics::{
         CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
     };
-    use samsa::protocol::types::{NodeId, Offset};
     use samsa::protocol::wire::Uuid;
     use samsa::raft::core::RaftConfig;
     use samsa::raft::driver::{self, NodeConfig, RaftNode};
@@ -131,35 +131,14 @@ mod real {
     /// Registers the broker and keeps it unfenced until the returned task is aborted.
     async fn keep_broker(addr: String) -> task::JoinHandle<()> {
         let mut conn = connect(&addr).await;
-        let registration = BrokerRegistrationRequest {
-            broker_id: NodeId(BROKER),
-            cluster_id: CLUSTER.into(),
-            incarnation_id: Uuid([1; 16]),
-            listeners: vec![BrokerRegistrationListener {
-                name: "PLAINTEXT".into(),
-                host: "127.0.0.1".into(),
-                port: 9092,
-                security_protocol: 0,
-            }],
-            features: vec![BrokerRegistrationFeature {
-                name: METADATA_VERSION_FEATURE.into(),
-                min_supported_version: 1,
-                max_supported_version: METADATA_VERSION_LEVEL,
-            }],
-            ..Default::default()
-        };
+        let registration = registration(BROKER, CLUSTER, Uuid([1; 16]), "127.0.0.1");
         let registered: BrokerRegistrationResponse =
             conn.send(62, 0, &registration).await.expect("registers");
         assert_eq!(registered.error_code, 0, "registration refused");
         let epoch = registered.broker_epoch;
         task::spawn(async move {
             loop {
-                let heartbeat = BrokerHeartbeatRequest {
-                    broker_id: NodeId(BROKER),
-                    broker_epoch: epoch,
-                    current_metadata_offset: Offset(i64::MAX / 2),
-                    ..Default::default()
-                };
+                let heartbeat = caught_up_heartbeat(BROKER, epoch);
                 let answer: Result<BrokerHeartbeatResponse, _> = conn.send(63, 0, &heartbeat).await;
                 if let Err(e) = answer {
                     panic!("a heartbeat failed: {e}");

@@ -10,6 +10,8 @@
 //! Seeds: `MADSIM_TEST_SEED` (base, default 1) and `MADSIM_TEST_NUM` (count per suite). A
 //! failing seed prints the command that replays it.
 
+#[path = "../tests/support/controller_requests.rs"]
+mod controller_requests;
 mod faults;
 mod groups;
 mod harness;

@@ -32,17 +32,12 @@ use samsa::controller::core::{ControllerBugs, ControllerConfig};
 use samsa::controller::driver::{self as controller_driver, ControllerHandle};
 use samsa::controller::image::MetadataImage;
 use samsa::controller::policy::BrokerConfigPolicy;
-use samsa::controller::records::{
-    MetadataRecord, METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL,
-};
+use samsa::controller::records::MetadataRecord;
 use samsa::protocol::allocate_producer_ids::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse,
 };
-use samsa::protocol::broker_heartbeat::{BrokerHeartbeatRequest, BrokerHeartbeatResponse};
-use samsa::protocol::broker_registration::{
-    BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-};
+use samsa::protocol::broker_heartbeat::BrokerHeartbeatResponse;
+use samsa::protocol::broker_registration::BrokerRegistrationResponse;
 use samsa::protocol::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
 };
@@ -52,12 +47,14 @@ use samsa::protocol::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 };
-use samsa::protocol::types::{NodeId, Offset};
+use samsa::protocol::types::NodeId;
 use samsa::protocol::wire::Uuid;
 use samsa::raft::driver::{ForwardedRequest, RaftHandle};
 use samsa::raft::message::RaftRecord;
 use samsa::rt::time::{self, Duration};
 use tokio::sync::mpsc;
+
+use crate::controller_requests::{caught_up_heartbeat, registration};
 
 /// Images one seed keeps for the checker, at most (one per controller per applied batch).
 pub const IMAGE_SAMPLES_MAX: usize = 50_000;
@@ -275,23 +272,12 @@ async fn register(
     broker_id: i32,
     incarnation: Uuid,
 ) -> Result<Option<i64>, Moved> {
-    let request = BrokerRegistrationRequest {
-        broker_id: NodeId(broker_id),
-        cluster_id: "sim".into(),
-        incarnation_id: incarnation,
-        listeners: vec![BrokerRegistrationListener {
-            name: "PLAINTEXT".into(),
-            host: format!("broker-{broker_id}"),
-            port: 9092,
-            security_protocol: 0,
-        }],
-        features: vec![BrokerRegistrationFeature {
-            name: METADATA_VERSION_FEATURE.into(),
-            min_supported_version: 1,
-            max_supported_version: METADATA_VERSION_LEVEL,
-        }],
-        ..Default::default()
-    };
+    let request = registration(
+        broker_id,
+        "sim",
+        incarnation,
+        &format!("broker-{broker_id}"),
+    );
     let response: BrokerRegistrationResponse = send(c, 62, &request).await?;
     moved_if_not_controller(response.error_code)?;
     Ok((response.error_code == 0).then_some(response.broker_epoch))
@@ -299,12 +285,7 @@ async fn register(
 
 /// Whether the epoch is stale (register again).
 async fn heartbeat(c: &mut Connection, broker_id: i32, epoch: i64) -> Result<bool, Moved> {
-    let request = BrokerHeartbeatRequest {
-        broker_id: NodeId(broker_id),
-        broker_epoch: epoch,
-        current_metadata_offset: Offset(i64::MAX / 2),
-        ..Default::default()
-    };
+    let request = caught_up_heartbeat(broker_id, epoch);
     let response: BrokerHeartbeatResponse = send(c, 63, &request).await?;
     moved_if_not_controller(response.error_code)?;
     Ok(is_stale(response.error_code))

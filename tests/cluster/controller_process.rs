@@ -213,15 +213,11 @@ async fn three_controller_processes_elect_and_fail_over() {
 /// from the SIGKILL to that creation is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_are_created_again_after_the_active_controller_is_killed() {
-    use samsa::protocol::broker_heartbeat::{BrokerHeartbeatRequest, BrokerHeartbeatResponse};
-    use samsa::protocol::broker_registration::{
-        BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
-        BrokerRegistrationResponse,
-    };
+    use samsa::protocol::broker_heartbeat::BrokerHeartbeatResponse;
+    use samsa::protocol::broker_registration::BrokerRegistrationResponse;
     use samsa::protocol::create_topics::{
         CreatableTopic, CreateTopicsRequest, CreateTopicsResponse,
     };
-    use samsa::protocol::types::{NodeId, Offset};
     use samsa::protocol::wire::Uuid;
 
     let dir = tempfile::tempdir().expect("a directory");
@@ -278,23 +274,12 @@ async fn topics_are_created_again_after_the_active_controller_is_killed() {
                     else {
                         continue;
                     };
-                    let registration = BrokerRegistrationRequest {
-                        broker_id: NodeId(9),
-                        cluster_id: cluster_id.clone(),
-                        incarnation_id: Uuid([9; 16]),
-                        listeners: vec![BrokerRegistrationListener {
-                            name: "PLAINTEXT".into(),
-                            host: "127.0.0.1".into(),
-                            port: 9092,
-                            security_protocol: 0,
-                        }],
-                        features: vec![BrokerRegistrationFeature {
-                            name: "metadata.version".into(),
-                            min_supported_version: 1,
-                            max_supported_version: 21,
-                        }],
-                        ..Default::default()
-                    };
+                    let registration = crate::controller_requests::registration(
+                        9,
+                        &cluster_id,
+                        Uuid([9; 16]),
+                        "127.0.0.1",
+                    );
                     let Ok(registered) = conn
                         .send::<_, BrokerRegistrationResponse>(62, 0, &registration)
                         .await
@@ -304,12 +289,8 @@ async fn topics_are_created_again_after_the_active_controller_is_killed() {
                     if registered.error_code != 0 {
                         continue;
                     }
-                    let heartbeat = BrokerHeartbeatRequest {
-                        broker_id: NodeId(9),
-                        broker_epoch: registered.broker_epoch,
-                        current_metadata_offset: Offset(i64::MAX / 2),
-                        ..Default::default()
-                    };
+                    let heartbeat =
+                        crate::controller_requests::caught_up_heartbeat(9, registered.broker_epoch);
                     let _: Result<BrokerHeartbeatResponse, _> = conn.send(63, 0, &heartbeat).await;
                     let request = CreateTopicsRequest {
                         topics: vec![CreatableTopic {

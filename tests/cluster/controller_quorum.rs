@@ -15,15 +15,11 @@ use samsa::client::connection::{Connection, ConnectionLimits};
 use samsa::controller::core::ControllerConfig;
 use samsa::controller::driver::{self as controller_driver, ControllerNode, Published};
 use samsa::controller::policy::BrokerConfigPolicy;
-use samsa::controller::records::{METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL};
 use samsa::protocol::allocate_producer_ids::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse,
 };
-use samsa::protocol::broker_heartbeat::{BrokerHeartbeatRequest, BrokerHeartbeatResponse};
-use samsa::protocol::broker_registration::{
-    BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-};
+use samsa::protocol::broker_heartbeat::BrokerHeartbeatResponse;
+use samsa::protocol::broker_registration::{BrokerRegistrationRequest, BrokerRegistrationResponse};
 use samsa::protocol::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
 };
@@ -33,7 +29,7 @@ use samsa::protocol::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 };
-use samsa::protocol::types::{NodeId, Offset};
+use samsa::protocol::types::NodeId;
 use samsa::protocol::wire::Uuid;
 use samsa::raft::driver::{self, NodeConfig, RaftNode, SnapshotConfig};
 use samsa::rt::clock::Clock;
@@ -41,6 +37,7 @@ use samsa::rt::disk::Disk;
 use samsa::rt::net::TcpListener;
 
 use super::raft_quorum::{TEST_RAFT, WAIT};
+use crate::controller_requests::caught_up_heartbeat;
 
 const CLUSTER: &str = "controller-test";
 
@@ -192,23 +189,12 @@ impl Quorum {
 }
 
 fn registration(broker_id: i32, cluster_id: &str) -> BrokerRegistrationRequest {
-    BrokerRegistrationRequest {
-        broker_id: NodeId(broker_id),
-        cluster_id: cluster_id.into(),
-        incarnation_id: Uuid([broker_id as u8; 16]),
-        listeners: vec![BrokerRegistrationListener {
-            name: "PLAINTEXT".into(),
-            host: "127.0.0.1".into(),
-            port: 9092,
-            security_protocol: 0,
-        }],
-        features: vec![BrokerRegistrationFeature {
-            name: METADATA_VERSION_FEATURE.into(),
-            min_supported_version: 1,
-            max_supported_version: METADATA_VERSION_LEVEL,
-        }],
-        ..Default::default()
-    }
+    crate::controller_requests::registration(
+        broker_id,
+        cluster_id,
+        Uuid([broker_id as u8; 16]),
+        "127.0.0.1",
+    )
 }
 
 fn topic(name: &str, partitions: i32, replication_factor: i16) -> CreatableTopic {
@@ -250,12 +236,7 @@ async fn register_unfenced(quorum: &Quorum, broker_id: i32) -> i64 {
     );
     let deadline = samsa::rt::time::now() + WAIT;
     loop {
-        let heartbeat = BrokerHeartbeatRequest {
-            broker_id: NodeId(broker_id),
-            broker_epoch: epoch,
-            current_metadata_offset: Offset(i64::MAX / 2),
-            ..Default::default()
-        };
+        let heartbeat = caught_up_heartbeat(broker_id, epoch);
         let response: BrokerHeartbeatResponse = conn
             .send(63, conn.version_for(63).expect("served"), &heartbeat)
             .await

@@ -10,6 +10,9 @@
 //!   SIGKILL, clean SIGTERM, topic creation again after the active controller's SIGKILL, a
 //!   bad setting refused.
 
+#[path = "../support/controller_requests.rs"]
+mod controller_requests;
+
 mod controller_process;
 mod controller_quorum;
 mod raft_quorum;
