@@ -269,40 +269,21 @@ async fn the_previous_release_data_directory_keeps_everything() {
         "the dynamic broker config is kept"
     );
     let mut conn = broker.connect().await;
-    let fetched: OffsetFetchResponse = conn
-        .call(
-            7,
-            &OffsetFetchRequest {
-                group_id: GROUP.into(),
-                topics: Some(vec![OffsetFetchRequestTopic {
-                    name: "orders".into(),
-                    partition_indexes: vec![1],
-                }]),
-                ..Default::default()
-            },
-        )
-        .await;
-    let partition = &fetched.topics[0].partitions[0];
-    // COORDINATOR_LOAD_IN_PROGRESS until the groups are loaded: ask again.
-    let partition = if partition.error_code == 14 {
-        samsa::rt::time::sleep(std::time::Duration::from_millis(500)).await;
-        let again: OffsetFetchResponse = conn
-            .call(
-                7,
-                &OffsetFetchRequest {
-                    group_id: GROUP.into(),
-                    topics: Some(vec![OffsetFetchRequestTopic {
-                        name: "orders".into(),
-                        partition_indexes: vec![1],
-                    }]),
-                    ..Default::default()
-                },
-            )
-            .await;
-        again.topics[0].partitions[0].clone()
-    } else {
-        partition.clone()
+    let request = OffsetFetchRequest {
+        group_id: GROUP.into(),
+        topics: Some(vec![OffsetFetchRequestTopic {
+            name: "orders".into(),
+            partition_indexes: vec![1],
+        }]),
+        ..Default::default()
     };
+    // COORDINATOR_LOAD_IN_PROGRESS until the groups are loaded: ask once more.
+    let mut fetched: OffsetFetchResponse = conn.call(7, &request).await;
+    if fetched.topics[0].partitions[0].error_code == 14 {
+        samsa::rt::time::sleep(std::time::Duration::from_millis(500)).await;
+        fetched = conn.call(7, &request).await;
+    }
+    let partition = &fetched.topics[0].partitions[0];
     assert_eq!(partition.error_code, 0);
     assert_eq!(
         partition.committed_offset,
