@@ -64,7 +64,8 @@ pub struct BrokerConfig {
     /// `node.id` (or its alias `broker.id`).
     pub node_id: i32,
     /// `listeners`: where the broker accepts connections. Listeners named in
-    /// `controller.listener.names` are left out: Samsa runs no KRaft controller.
+    /// `controller.listener.names` (`CONTROLLER` by default) are left out here: the metadata
+    /// quorum binds them ([`KraftSettings::controller_listener`]).
     pub listeners: Vec<Endpoint>,
     /// `advertised.listeners`: what Metadata tells clients (the listeners when unset).
     pub advertised_listeners: Vec<Endpoint>,
@@ -182,6 +183,50 @@ pub struct BrokerConfig {
     pub groups: GroupSettings,
     /// Deliberate bugs for the simulation's checker tests; no properties key reaches them.
     pub bugs: BrokerBugs,
+    /// The node's place in the metadata quorum (`process.roles`, `controller.*`,
+    /// `broker.session.timeout.ms`, `broker.heartbeat.interval.ms`).
+    pub kraft: KraftSettings,
+}
+
+/// KRaft settings of a `samsa broker` node, under Kafka's names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KraftSettings {
+    /// `process.roles`: `broker,controller` (the default: the node runs the metadata quorum
+    /// and its controller itself) is the only combination `samsa broker` runs until step 10;
+    /// `controller` alone is `samsa controller`.
+    pub controller_role: bool,
+    /// `controller.listener.names`' first name, upper-case (`CONTROLLER`).
+    pub controller_listener_name: String,
+    /// The listener of `listeners` named by `controller.listener.names`; `None`: an
+    /// ephemeral port on 127.0.0.1 (a quorum of one needs no fixed address).
+    pub controller_listener: Option<Endpoint>,
+    /// `controller.quorum.voters` (`id@host:port,...`); empty: a quorum of one, this node.
+    pub quorum_voters: BTreeMap<i32, String>,
+    /// `controller.quorum.bootstrap.servers` was set without `controller.quorum.voters`
+    /// (Kafka 4's stock `server.properties`): a quorum of one, with a warning.
+    pub bootstrap_servers_without_voters: bool,
+    /// `metadata.log.dir`: where `__cluster_metadata-0` lives (the log directory by default).
+    pub metadata_log_dir: Option<String>,
+    /// `broker.session.timeout.ms` (Kafka's 9000): a broker without a heartbeat this long
+    /// is fenced.
+    pub broker_session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms` (Kafka's 2000).
+    pub broker_heartbeat_interval_ms: u64,
+}
+
+impl Default for KraftSettings {
+    fn default() -> Self {
+        KraftSettings {
+            controller_role: true,
+            controller_listener_name: "CONTROLLER".to_string(),
+            controller_listener: None,
+            quorum_voters: BTreeMap::new(),
+            bootstrap_servers_without_voters: false,
+            metadata_log_dir: None,
+            broker_session_timeout_ms: 9_000,
+            broker_heartbeat_interval_ms: 2_000,
+        }
+    }
 }
 
 /// The group coordinator's broker settings, with Kafka's defaults except where noted.
@@ -310,6 +355,7 @@ impl Default for BrokerConfig {
             log_scrubber_bytes_per_second: LOG_SCRUBBER_BYTES_PER_SECOND_DEFAULT,
             fetch_zero_copy_bytes_min: crate::broker::handlers::fetch::ZERO_COPY_BYTES_MIN,
             groups: GroupSettings::default(),
+            kraft: KraftSettings::default(),
             bugs: BrokerBugs::default(),
         }
     }
@@ -678,9 +724,6 @@ pub fn merge_settings(
 /// Samsa accepts so such a file loads, but does not act on yet. [`BrokerConfig::ignored_keys`]
 /// lists the ones a configuration actually set, for the broker to warn about.
 pub const IGNORED_BROKER_KEYS: &[&str] = &[
-    "process.roles",
-    "controller.quorum.voters",
-    "controller.quorum.bootstrap.servers",
     "inter.broker.listener.name",
     "listener.security.protocol.map",
     "num.network.threads",
@@ -691,7 +734,6 @@ pub const IGNORED_BROKER_KEYS: &[&str] = &[
     "socket.receive.buffer.bytes",
     "socket.listen.backlog.size",
     "num.recovery.threads.per.data.dir",
-    "metadata.log.dir",
     "transaction.state.log.replication.factor",
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
@@ -702,6 +744,12 @@ pub const IGNORED_BROKER_KEYS: &[&str] = &[
 
 /// Broker keys Samsa acts on (besides aliases handled with them).
 pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "metadata.log.dir",
+    "broker.session.timeout.ms",
+    "broker.heartbeat.interval.ms",
     "node.id",
     "broker.id",
     "listeners",
@@ -1070,6 +1118,7 @@ impl BrokerConfig {
         }
 
         c.apply_listeners(s)?;
+        c.apply_kraft(s)?;
 
         // log.dirs wins over log.dir, as in Kafka.
         let dirs_key = if s.get("log.dirs").is_some() {
@@ -1313,6 +1362,95 @@ impl BrokerConfig {
         Ok(())
     }
 
+    /// `process.roles`, `controller.quorum.*`, `metadata.log.dir` and the broker's session
+    /// and heartbeat timings.
+    fn apply_kraft(&mut self, s: &Settings) -> Result<(), ConfigError> {
+        let node_id = self.node_id;
+        let k = &mut self.kraft;
+        if let Some((roles, _)) = s.get("process.roles") {
+            let mut roles: Vec<String> = roles
+                .split(',')
+                .map(|r| r.trim().to_ascii_lowercase())
+                .filter(|r| !r.is_empty())
+                .collect();
+            roles.sort();
+            roles.dedup();
+            match roles
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                ["broker", "controller"] => k.controller_role = true,
+                ["controller"] => {
+                    return Err(s.invalid(
+                        "process.roles",
+                        "is `controller` alone: run it with `samsa controller`",
+                    ))
+                }
+                ["broker"] => {
+                    return Err(s.invalid(
+                        "process.roles",
+                        "must be `broker,controller` for now (a broker without a controller \
+                         of its own joins a separate quorum from step 10 on)",
+                    ))
+                }
+                _ => {
+                    return Err(s.invalid(
+                        "process.roles",
+                        "must be `broker,controller` (or `controller` for `samsa controller`)",
+                    ))
+                }
+            }
+        }
+        if let Some((voters, _)) = s.get("controller.quorum.voters") {
+            let voters = crate::raft::driver::parse_voters(voters)
+                .map_err(|reason| s.invalid("controller.quorum.voters", reason))?;
+            k.quorum_voters = voters;
+        }
+        if !k.quorum_voters.is_empty() {
+            if !k.quorum_voters.contains_key(&node_id) {
+                return Err(ConfigError::Conflict {
+                    keys: "node.id, controller.quorum.voters".into(),
+                    reason: format!(
+                        "node {} is not among the voters {:?}",
+                        node_id,
+                        k.quorum_voters.keys().collect::<Vec<_>>()
+                    ),
+                });
+            }
+            if k.quorum_voters.len() > 1 {
+                return Err(s.invalid(
+                    "controller.quorum.voters",
+                    "may name only this node for now (a broker node in a quorum of several \
+                     comes with step 10; `samsa controller` runs voters of a larger quorum)",
+                ));
+            }
+        }
+        k.bootstrap_servers_without_voters =
+            k.quorum_voters.is_empty() && s.get("controller.quorum.bootstrap.servers").is_some();
+        if let Some((dir, _)) = s.get("metadata.log.dir") {
+            let dir = dir.trim();
+            k.metadata_log_dir = (!dir.is_empty()).then(|| dir.to_string());
+        }
+        if let Some(n) = s.int("broker.session.timeout.ms", 1, i64::from(i32::MAX))? {
+            k.broker_session_timeout_ms = n.unsigned_abs();
+        }
+        if let Some(n) = s.int("broker.heartbeat.interval.ms", 1, i64::from(i32::MAX))? {
+            k.broker_heartbeat_interval_ms = n.unsigned_abs();
+        }
+        if k.broker_heartbeat_interval_ms >= k.broker_session_timeout_ms {
+            return Err(ConfigError::Conflict {
+                keys: "broker.heartbeat.interval.ms, broker.session.timeout.ms".into(),
+                reason: format!(
+                    "the heartbeat interval {} ms must be below the session timeout {} ms",
+                    k.broker_heartbeat_interval_ms, k.broker_session_timeout_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// `listeners`, `advertised.listeners` and `controller.listener.names`.
     fn apply_listeners(&mut self, s: &Settings) -> Result<(), ConfigError> {
         // Samsa runs no KRaft controller: the controller listeners of a combined-mode file
@@ -1325,9 +1463,26 @@ impl BrokerConfig {
                     .filter(|n| !n.is_empty())
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_else(|| BTreeSet::from(["CONTROLLER".to_string()]));
         let not_controller = |e: &Endpoint| !controller_names.contains(&e.name);
+        if let Some(first) = s.get("controller.listener.names").and_then(|(v, _)| {
+            v.split(',')
+                .map(|n| n.trim().to_ascii_uppercase())
+                .find(|n| !n.is_empty())
+        }) {
+            self.kraft.controller_listener_name = first;
+        }
         if s.get("listeners").is_some() {
+            let name = self.kraft.controller_listener_name.clone();
+            self.kraft.controller_listener = parse_endpoints("listeners", s)?
+                .into_iter()
+                .find(|e| e.name == name)
+                .map(|mut e| {
+                    if e.host.is_empty() {
+                        e.host = "0.0.0.0".to_string();
+                    }
+                    e
+                });
             let mut listeners: Vec<Endpoint> = parse_endpoints("listeners", s)?
                 .into_iter()
                 .filter(not_controller)
@@ -1391,6 +1546,11 @@ impl BrokerConfig {
     /// [`IGNORED_BROKER_KEYS`]), sorted; the broker logs a warning for each.
     pub fn ignored_keys(&self) -> &[String] {
         &self.ignored
+    }
+
+    /// Whether the configuration set `key` (a file line or an override).
+    pub fn sets(&self, key: &str) -> bool {
+        self.explicit_keys.contains(key)
     }
 
     /// The one data directory (`log.dirs`).

@@ -77,6 +77,8 @@ pub enum DynamicConfigError {
         path: String,
         source: std::io::Error,
     },
+    /// The controller refused the change or could not be reached.
+    Controller(crate::broker::controller_channel::ChannelError),
 }
 
 impl std::fmt::Display for DynamicConfigError {
@@ -89,6 +91,7 @@ impl std::fmt::Display for DynamicConfigError {
             DynamicConfigError::Invalid(e) => write!(f, "{e}"),
             DynamicConfigError::Corrupt { path, reason } => write!(f, "{path}: {reason}"),
             DynamicConfigError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
+            DynamicConfigError::Controller(e) => write!(f, "{e}"),
         }
     }
 }
@@ -267,10 +270,20 @@ impl DynamicConfigs {
         check_keys(new_layer.keys())?;
         let mut proposed = layers.clone();
         match scope {
-            Scope::ClusterDefault => proposed.cluster_default = new_layer,
-            Scope::Node => proposed.node = new_layer,
+            Scope::ClusterDefault => proposed.cluster_default = new_layer.clone(),
+            Scope::Node => proposed.node = new_layer.clone(),
         }
         let config = effective(&self.static_config, &proposed)?;
+        if let Some(channel) = topics.controller() {
+            // The controller decides; the publisher applies what it committed
+            // ([`DynamicConfigs::apply_layers`]), which needs this lock: release it first.
+            let old_layer = layers.get(scope).clone();
+            drop(layers);
+            return channel
+                .replace_broker_configs(scope == Scope::Node, &old_layer, &new_layer, validate_only)
+                .await
+                .map_err(DynamicConfigError::Controller);
+        }
         if validate_only || proposed == *layers {
             return Ok(());
         }
@@ -284,6 +297,36 @@ impl DynamicConfigs {
             })?;
         tracing::info!(?proposed, "dynamic broker configs changed");
         *layers = proposed;
+        topics.set_broker_config(Arc::new(config)).await;
+        Ok(())
+    }
+}
+
+impl DynamicConfigs {
+    /// Puts the layers the committed metadata image holds in force (the publisher's part on
+    /// a node with a controller): the file is rewritten, so the next start opens the topics
+    /// with the configs last known, and the effective config goes to every topic. Layers
+    /// that do not make a valid config keep the current ones (reported).
+    pub async fn apply_layers(
+        &self,
+        topics: &Topics,
+        committed: Layers,
+    ) -> Result<(), DynamicConfigError> {
+        let mut layers = self.layers.lock().await;
+        if *layers == committed {
+            return Ok(());
+        }
+        let config = effective(&self.static_config, &committed)?;
+        self.disk
+            .write_file_atomic(&self.path, committed.encode().as_bytes())
+            .await
+            .map_err(|source| DynamicConfigError::Io {
+                op: "write",
+                path: self.path.clone(),
+                source,
+            })?;
+        tracing::info!(layers = ?committed, "dynamic broker configs applied from the metadata log");
+        *layers = committed;
         topics.set_broker_config(Arc::new(config)).await;
         Ok(())
     }

@@ -98,7 +98,16 @@ impl Lifecycle {
 
     /// The broker applied the metadata log up to `offset`.
     pub fn metadata_applied(&mut self, offset: i64) {
+        let was = self.metadata_offset;
         self.metadata_offset = self.metadata_offset.max(offset);
+        // Caught up with its own registration while fenced: heartbeat now rather than a
+        // whole interval later, so a starting broker is unfenced as soon as it may be (as
+        // Kafka's lifecycle manager heartbeats at once in recovery).
+        if let (BrokerState::Recovery, Some(epoch)) = (&self.state, self.epoch) {
+            if was < epoch && self.metadata_offset >= epoch {
+                self.next_send_ms = 0;
+            }
+        }
     }
 
     /// Starts a controlled shutdown: the next heartbeats ask for it.

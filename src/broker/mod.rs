@@ -19,9 +19,12 @@ pub mod meta;
 pub mod dynamic_config;
 pub mod fetch_session;
 // @core
+pub mod controller_channel;
 pub mod handlers;
 pub mod lifecycle;
 pub mod lifecycle_driver;
+pub mod metadata_publisher;
+pub mod node;
 pub mod partition;
 pub mod producer_ids;
 pub mod server;

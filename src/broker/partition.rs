@@ -13,6 +13,12 @@
 //! answer with KAFKA_STORAGE_ERROR) until the log is reopened; reads below it and appends go
 //! on. It is not an IO error: the log stays online and the log directory is not failed.
 //!
+//! Leadership. On a node with a metadata quorum the metadata publisher says whether the
+//! committed image names this node the partition's leader ([`Partition::set_leading`]); a
+//! partition that does not lead refuses appends and reads ([`PartitionError::NotLeader`],
+//! NOT_LEADER_OR_FOLLOWER at the wire), so a fenced broker serves nothing. Without a
+//! controller a partition always leads.
+//!
 //! Invariants: the high watermark never moves backwards and never passes the log end offset;
 //! every advance wakes the fetches waiting in the purgatory; `corrupt_from` only moves down,
 //! and no read returns a batch that ends above it.
@@ -38,6 +44,8 @@ use crate::rt::latch::Latch;
 pub enum PartitionError {
     /// The topic was deleted while the request was in flight.
     Deleted { topic: String, partition: i32 },
+    /// The committed metadata image does not name this node the partition's leader.
+    NotLeader { topic: String, partition: i32 },
     Log {
         topic: String,
         partition: i32,
@@ -57,6 +65,9 @@ impl std::fmt::Display for PartitionError {
         match self {
             PartitionError::Deleted { topic, partition } => {
                 write!(f, "{topic}-{partition} was deleted")
+            }
+            PartitionError::NotLeader { topic, partition } => {
+                write!(f, "this node does not lead {topic}-{partition}")
             }
             PartitionError::Log {
                 topic,
@@ -157,6 +168,8 @@ pub struct Partition {
     leader_epoch: i32,
     high_watermark: AtomicI64,
     deleted: AtomicBool,
+    /// Whether the committed metadata names this node the leader (always, without one).
+    leading: AtomicBool,
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
@@ -210,6 +223,7 @@ impl Partition {
             leader_epoch: 0,
             high_watermark: AtomicI64::new(high_watermark),
             deleted: AtomicBool::new(false),
+            leading: AtomicBool::new(true),
             data_arrived,
             health,
             corrupt_from: AtomicI64::new(NOT_CORRUPT),
@@ -272,6 +286,30 @@ impl Partition {
         self.data_arrived.notify_waiters();
     }
 
+    /// Whether this node serves the partition (see the module doc).
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    /// Puts what the committed metadata says of this node's leadership in force; waiting
+    /// fetches re-check.
+    pub fn set_leading(&self, leading: bool) {
+        if self.leading.swap(leading, Ordering::AcqRel) != leading {
+            tracing::debug!(topic = %self.topic, partition = self.index, leading, "leadership changed");
+            self.data_arrived.notify_waiters();
+        }
+    }
+
+    fn check_leader(&self) -> Result<(), PartitionError> {
+        if !self.is_leading() {
+            return Err(PartitionError::NotLeader {
+                topic: self.topic.clone(),
+                partition: self.index,
+            });
+        }
+        Ok(())
+    }
+
     fn check_live(&self) -> Result<(), PartitionError> {
         if self.is_deleted() {
             return Err(PartitionError::Deleted {
@@ -299,6 +337,7 @@ impl Partition {
     /// append in request order.
     pub async fn append(&self, batch: &ValidatedBatch) -> Result<PendingAppend, PartitionError> {
         self.check_live()?;
+        self.check_leader()?;
         let pending = self
             .log
             .append_validated_unacknowledged(batch)
@@ -446,6 +485,7 @@ impl Partition {
         bound: ReadBound,
     ) -> Result<ReadResult, PartitionError> {
         self.check_live()?;
+        self.check_leader()?;
         let max_offset = self.check_readable(offset, self.max_offset(bound))?;
         self.log
             .read(offset, max_bytes, max_offset)
@@ -475,6 +515,7 @@ impl Partition {
             return Ok(SendRecords::Bytes(read.records));
         }
         self.check_live()?;
+        self.check_leader()?;
         let max_offset = self.check_readable(offset, self.max_offset(bound))?;
         let mut read = self
             .log

@@ -9,6 +9,11 @@
 //! block is given; a restart starts a fresh block at the stored end, so the unused rest of the
 //! previous block is skipped, never reused.
 //!
+//! On a node with a metadata quorum (the default) the blocks come from the controller instead
+//! (AllocateProducerIds, recorded as ProducerIdsRecords in the metadata log) once one is
+//! attached ([`ProducerIds::attach_controller`]); the file is then only read, at the first
+//! start, by the migration, which carries its end into the metadata log.
+//!
 //! File format (18 bytes, big-endian): magic `SPID` (4), version u16 = 1, block end i64,
 //! then the CRC-32C (u32) of the preceding 14 bytes. A missing file means
 //! no id was ever reserved (a new data directory). A damaged one stops the broker: without it
@@ -16,6 +21,7 @@
 
 use tokio::sync::Mutex;
 
+use crate::broker::controller_channel::{ChannelError, ControllerChannel};
 use crate::rt::disk::Disk;
 
 /// The producer id block file in the data directory.
@@ -41,6 +47,8 @@ pub enum ProducerIdError {
     },
     /// Every id up to `i64::MAX` has been used.
     Exhausted,
+    /// The controller gave no block.
+    Controller(ChannelError),
 }
 
 impl std::fmt::Display for ProducerIdError {
@@ -53,6 +61,7 @@ impl std::fmt::Display for ProducerIdError {
                  so the broker cannot start without it being repaired"
             ),
             ProducerIdError::Exhausted => write!(f, "producer ids are exhausted"),
+            ProducerIdError::Controller(e) => write!(f, "no producer id block: {e}"),
         }
     }
 }
@@ -109,6 +118,8 @@ pub struct ProducerIds {
     disk: Disk,
     path: String,
     block: Mutex<Block>,
+    /// Where blocks come from once the node runs a controller.
+    controller: std::sync::OnceLock<ControllerChannel>,
 }
 
 impl ProducerIds {
@@ -133,13 +144,43 @@ impl ProducerIds {
             path,
             // Nothing of the stored block is known to be unused: start a new one.
             block: Mutex::new(Block { next: end, end }),
+            controller: std::sync::OnceLock::new(),
         })
+    }
+
+    /// The end of the last block reserved in the file (0 without one).
+    pub async fn block_end(&self) -> i64 {
+        self.block.lock().await.end
+    }
+
+    /// From now on, blocks come from the controller; the file's block is dropped unused
+    /// (its end went into the metadata log with the migration, so no id repeats).
+    pub async fn attach_controller(&self, channel: ControllerChannel) {
+        let mut block = self.block.lock().await;
+        block.next = block.end;
+        assert!(
+            self.controller.set(channel).is_ok(),
+            "a controller attached twice"
+        );
     }
 
     /// A producer id never handed out before.
     pub async fn allocate(&self) -> Result<i64, ProducerIdError> {
         let mut block = self.block.lock().await;
         if block.next >= block.end {
+            if let Some(channel) = self.controller.get() {
+                let (start, len) = channel
+                    .allocate_producer_ids()
+                    .await
+                    .map_err(ProducerIdError::Controller)?;
+                assert!(len > 0, "an empty producer id block");
+                assert!(start >= 0, "a negative producer id block");
+                block.next = start;
+                block.end = start + i64::from(len);
+                let id = block.next;
+                block.next += 1;
+                return Ok(id);
+            }
             let new_end = block
                 .end
                 .checked_add(BLOCK_SIZE)

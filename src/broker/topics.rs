@@ -8,8 +8,17 @@
 //! deleting removes the file first. Partition directories without a topic file are debris of
 //! an interrupted create or delete and are removed when the node starts.
 //!
+//! On a node with a metadata quorum (`process.roles` with `controller`, the default) this is
+//! the log manager of Kafka's KRaft broker: a change a client asks for (create, delete, grow,
+//! alter) goes to the controller through [`ControllerChannel`] and is done here only when the
+//! committed metadata image says so ([`crate::broker::metadata_publisher`] calls the
+//! `apply_*` methods); the topic files then only record which directories this node owns.
+//! Without a controller attached (the in-process brokers of some tests and the simulation's
+//! single node, for now) the same methods change the directory directly.
+//!
 //! Invariants: two topics never have names that collide once `.` is read as `_` (Kafka's
-//! metric-name rule); every topic's partitions are numbered 0..n; a topic id never changes.
+//! metric-name rule); every topic's partitions are numbered 0..n; a topic id never changes;
+//! once a controller is attached, nothing but the publisher changes the topics.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,6 +26,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, RwLock};
 
 use crate::broker::config::{BrokerConfig, TopicConfig};
+use crate::broker::controller_channel::ControllerChannel;
 use crate::broker::partition::{LogDirHealth, Partition};
 use crate::log::{Log, LogError};
 use crate::protocol::wire::Uuid;
@@ -86,6 +96,8 @@ pub enum TopicError {
         name: String,
         source: LogError,
     },
+    /// The controller refused the change (or could not be reached).
+    Controller(crate::broker::controller_channel::ChannelError),
 }
 
 impl std::fmt::Display for TopicError {
@@ -132,6 +144,7 @@ impl std::fmt::Display for TopicError {
             TopicError::CorruptTopicFile { path, reason } => write!(f, "{path}: {reason}"),
             TopicError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
             TopicError::Log { name, source } => write!(f, "topic '{name}': {source}"),
+            TopicError::Controller(e) => write!(f, "{e}"),
         }
     }
 }
@@ -283,6 +296,8 @@ impl TopicRecord {
 #[derive(Clone, Debug)]
 pub struct NewTopic {
     pub name: String,
+    /// The id the committed metadata gave the topic; `None` draws one (no controller).
+    pub id: Option<Uuid>,
     /// `None` takes `num.partitions`.
     pub partitions: Option<i32>,
     /// `None` takes `default.replication.factor`.
@@ -303,6 +318,8 @@ pub struct Topics {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
+    /// The way to the controller, once the node runs one: changes go there.
+    controller: std::sync::OnceLock<ControllerChannel>,
 }
 
 impl Topics {
@@ -370,6 +387,9 @@ impl Topics {
             let Ok(partition) = partition.parse::<i32>() else {
                 continue;
             };
+            if name == crate::controller::core::METADATA_TOPIC_NAME {
+                continue; // The metadata log's own directory (`__cluster_metadata-0`).
+            }
             let owned = loaded
                 .get(name)
                 .is_some_and(|t: &Arc<Topic>| (0..t.partitions.len() as i32).contains(&partition));
@@ -389,7 +409,21 @@ impl Topics {
             topics: RwLock::new(loaded),
             data_arrived,
             health,
+            controller: std::sync::OnceLock::new(),
         })
+    }
+
+    /// From now on, changes go to the controller (see the module doc). Attached once.
+    pub fn attach_controller(&self, channel: ControllerChannel) {
+        assert!(
+            self.controller.set(channel).is_ok(),
+            "a controller attached twice"
+        );
+    }
+
+    /// The controller changes go to, if one is attached.
+    pub fn controller(&self) -> Option<&ControllerChannel> {
+        self.controller.get()
     }
 
     /// The broker's effective config (static plus dynamic broker configs).
@@ -525,6 +559,37 @@ impl Topics {
         change: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
         validate_only: bool,
     ) -> Result<Arc<Topic>, TopicError> {
+        if let Some(channel) = self.controller.get() {
+            let current = self
+                .get(name)
+                .await
+                .ok_or_else(|| TopicError::UnknownTopic {
+                    name: name.to_string(),
+                })?;
+            let overrides = change(&current.overrides);
+            self.validate_overrides(name, &overrides)?;
+            channel
+                .replace_topic_configs(name, &current.overrides, &overrides, validate_only)
+                .await
+                .map_err(TopicError::Controller)?;
+            return self
+                .get(name)
+                .await
+                .ok_or_else(|| TopicError::UnknownTopic {
+                    name: name.to_string(),
+                });
+        }
+        self.apply_alter_overrides(name, change, validate_only)
+            .await
+    }
+
+    /// [`Topics::alter_overrides`] done here (the publisher's part, or no controller).
+    pub async fn apply_alter_overrides(
+        &self,
+        name: &str,
+        change: impl FnOnce(&BTreeMap<String, String>) -> BTreeMap<String, String>,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
         let mut topics = self.topics.write().await;
         let Some(topic) = topics.get(name).cloned() else {
             return Err(TopicError::UnknownTopic {
@@ -570,6 +635,29 @@ impl Topics {
     /// start) or the new one. The new partitions are served as soon as this returns. With
     /// `validate_only` nothing changes.
     pub async fn create_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<Arc<Topic>, TopicError> {
+        if let Some(channel) = self.controller.get() {
+            channel
+                .create_partitions(name, count, validate_only)
+                .await
+                .map_err(TopicError::Controller)?;
+            return self
+                .get(name)
+                .await
+                .ok_or_else(|| TopicError::UnknownTopic {
+                    name: name.to_string(),
+                });
+        }
+        self.apply_create_partitions(name, count, validate_only)
+            .await
+    }
+
+    /// [`Topics::create_partitions`] done here (the publisher's part, or no controller).
+    pub async fn apply_create_partitions(
         &self,
         name: &str,
         count: i32,
@@ -680,6 +768,24 @@ impl Topics {
 
     /// Creates a topic: partitions first, then the topic file (the commit point).
     pub async fn create(&self, new: NewTopic) -> Result<Arc<Topic>, TopicError> {
+        if let Some(channel) = self.controller.get() {
+            validate_name(&new.name)?;
+            let id = channel
+                .create_topic(&new)
+                .await
+                .map_err(TopicError::Controller)?;
+            return match self.get(&new.name).await {
+                Some(topic) if topic.id == id => Ok(topic),
+                // Deleted again (or replaced) between the commit and this look.
+                _ => Err(TopicError::UnknownTopic { name: new.name }),
+            };
+        }
+        self.apply_create(new).await
+    }
+
+    /// [`Topics::create`] done here (the publisher's part, with the committed id; or no
+    /// controller).
+    pub async fn apply_create(&self, new: NewTopic) -> Result<Arc<Topic>, TopicError> {
         let mut topics = self.topics.write().await;
         let (partitions, replication_factor, _) = self.check_new(&topics, &new)?;
         if new.name.contains(['.', '_']) {
@@ -689,7 +795,9 @@ impl Topics {
             );
         }
         let record = TopicRecord {
-            id: Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()]),
+            id: new.id.unwrap_or_else(|| {
+                Uuid::v4_from([crate::rt::rand::random_u64(), crate::rt::rand::random_u64()])
+            }),
             partitions,
             replication_factor,
             overrides: new.overrides,
@@ -726,6 +834,24 @@ impl Topics {
                 name: name.to_string(),
             });
         }
+        if let Some(channel) = self.controller.get() {
+            let topic = self
+                .get(name)
+                .await
+                .ok_or_else(|| TopicError::UnknownTopic {
+                    name: name.to_string(),
+                })?;
+            channel
+                .delete_topic(name)
+                .await
+                .map_err(TopicError::Controller)?;
+            return Ok(topic);
+        }
+        self.apply_delete(name).await
+    }
+
+    /// [`Topics::delete`] done here (the publisher's part, or no controller).
+    pub async fn apply_delete(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
         let mut topics = self.topics.write().await;
         let Some(topic) = topics.get(name).cloned() else {
             return Err(TopicError::UnknownTopic {
@@ -959,6 +1085,7 @@ mod tests {
             let topics = open(&mem).await.unwrap();
             topics
                 .create(NewTopic {
+                    id: None,
                     name: "t".into(),
                     partitions: Some(1),
                     replication_factor: None,

@@ -1,20 +1,25 @@
 //! `samsa broker [FILE] [--override key=value]...`: loads the configuration (the embedded
-//! default when neither is given), opens the data directory, listens, and serves until
-//! SIGINT or SIGTERM, then closes every log cleanly (flush, checkpoint, clean-shutdown marker).
+//! default when neither is given), starts the node (`broker::node`: a metadata quorum of one,
+//! its controller, and the broker registered with it; a data directory of the previous
+//! release is migrated on first start), listens, and serves until SIGINT or SIGTERM, then
+//! shuts down in a controlled way and closes every log cleanly (flush, checkpoint,
+//! clean-shutdown marker).
 
 use std::process::ExitCode;
 
 use crate::broker::config::{parse_override, BrokerConfig};
+use crate::broker::node::Node;
 use crate::broker::server::Serving;
-use crate::broker::Broker;
 use crate::rt::clock::Clock;
 use crate::rt::disk::Disk;
 use crate::rt::net::TcpListener;
 
 const USAGE: &str = "usage: samsa broker [FILE] [--override key=value]...
 
-FILE is a Kafka-style server.properties; --override sets one key on top of it.
-Without either: node.id=1, log.dirs=./samsa-data, listeners=PLAINTEXT://127.0.0.1:9092.";
+FILE is a Kafka-style server.properties (node.id required); --override sets one key on top
+of it. Without either: node.id=1, log.dirs=./samsa-data, listeners=PLAINTEXT://127.0.0.1:9092,
+process.roles=broker,controller (a metadata quorum of one; its CONTROLLER listener takes an
+ephemeral port on 127.0.0.1 unless `listeners` names one).";
 
 /// Parsed command line of `samsa broker`.
 #[derive(Debug, PartialEq)]
@@ -63,6 +68,13 @@ pub fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.file.is_some() && !config.sets("node.id") && !config.sets("broker.id") {
+        eprintln!(
+            "samsa broker: invalid configuration ({}): node.id is required (as in Kafka 4)",
+            args.file.as_deref().unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    }
     for key in config.ignored_keys() {
         tracing::warn!(key = %key, "setting accepted for compatibility but has no effect yet");
     }
@@ -132,10 +144,20 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
     let Some(listener) = config.listeners.first().cloned() else {
         return Err("listeners is empty".to_string());
     };
+    if config.kraft.bootstrap_servers_without_voters {
+        tracing::warn!(
+            "controller.quorum.bootstrap.servers is set without controller.quorum.voters: \
+             starting as a quorum of one with this node as its only voter (a dynamic quorum, \
+             KIP-853, is not supported yet)"
+        );
+    }
     let disk = Disk::real(&log_dir).map_err(|e| format!("opening log.dirs {log_dir}: {e}"))?;
-    let broker = Broker::open(config, disk, Clock::new())
-        .await
-        .map_err(|e| e.to_string())?;
+    let metadata_disk = match &config.kraft.metadata_log_dir {
+        Some(dir) if dir != &log_dir => {
+            Disk::real(dir).map_err(|e| format!("opening metadata.log.dir {dir}: {e}"))?
+        }
+        _ => disk.clone(),
+    };
     let address = format!("{}:{}", listener.host, listener.port);
     let socket = TcpListener::bind(&address)
         .await
@@ -143,24 +165,43 @@ pub async fn run(config: BrokerConfig) -> Result<(), String> {
     let bound = socket
         .local_addr()
         .map_err(|e| format!("listening on {address}: {e}"))?;
-    tracing::info!(listener = %bound, log_dir = %log_dir, "samsa broker listening");
-    let serving = Serving::start(&broker, socket);
+    let controller_address = controller_address(&config);
+    let controller_socket = TcpListener::bind(&controller_address)
+        .await
+        .map_err(|e| format!("listening on {controller_address} (the controller listener): {e}"))?;
+    let mut node = Node::start(config, disk, metadata_disk, Clock::new(), controller_socket)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!(listener = %bound, controller = %node.controller_address, log_dir = %log_dir, "samsa broker listening");
+    let serving = Serving::start(&node.broker, socket);
     tokio::select! {
         biased;
-        _ = broker.health.failed() => {
+        why = node.failed() => {
             // Kafka halts a broker whose only log directory failed: recovery at the next
             // start is the safe way back, a clean close is not possible.
-            return Err("stopping: the log directory failed (see the error above); restart to recover".to_string());
+            return Err(format!("stopping: {why} (see the error above); restart to recover"));
         }
         signal = wait_for_signal() => tracing::info!("{signal}: shutting down"),
     }
     serving.stop().await;
-    broker
-        .close()
+    node.shutdown()
         .await
         .map_err(|e| format!("closing logs: {e}"))?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// Where the controller listener binds: the `CONTROLLER` listener of `listeners`, else this
+/// node's address in `controller.quorum.voters`, else an ephemeral port on 127.0.0.1 (a
+/// quorum of one needs no fixed address).
+pub fn controller_address(config: &BrokerConfig) -> String {
+    if let Some(endpoint) = &config.kraft.controller_listener {
+        return format!("{}:{}", endpoint.host, endpoint.port);
+    }
+    if let Some(address) = config.kraft.quorum_voters.get(&config.node_id) {
+        return address.clone();
+    }
+    "127.0.0.1:0".to_string()
 }
 
 /// Waits for SIGINT or SIGTERM and names the one that came.

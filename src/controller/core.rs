@@ -95,6 +95,11 @@ pub struct ControllerConfig {
     /// The most bytes of encoded records one proposal may hold: what one batch of the
     /// metadata log may carry (the quorum's fetch size, less room for the batch's framing).
     pub proposal_bytes_max: usize,
+    /// The broker running in this controller's own process (a combined node), as (id,
+    /// incarnation id): its registration is accepted even while an older incarnation's
+    /// session has not expired, since that incarnation ran in a process that is gone (a
+    /// restarted combined node would otherwise wait out `broker.session.timeout.ms`).
+    pub colocated_broker: Option<(i32, Uuid)>,
     /// Deliberate bugs for the simulation's checker tests; all off in every real config.
     pub bugs: ControllerBugs,
 }
@@ -119,6 +124,7 @@ impl ControllerConfig {
             delete_topic_enable: true,
             seed,
             proposal_bytes_max: PROPOSAL_BYTES_DEFAULT,
+            colocated_broker: None,
             bugs: ControllerBugs::default(),
         }
     }
@@ -887,7 +893,12 @@ impl Controller {
         if let Some(existing) = active.working.brokers.get(&broker_id) {
             let last = active.sessions.get(&broker_id).copied().unwrap_or(0);
             let alive = last + self.config.session_timeout_ms > now_ms;
-            if existing.incarnation_id != r.incarnation_id && !existing.fenced && alive {
+            let colocated = self.config.colocated_broker == Some((broker_id, r.incarnation_id));
+            if existing.incarnation_id != r.incarnation_id
+                && !existing.fenced
+                && alive
+                && !colocated
+            {
                 return Err(ControllerError::DuplicateBrokerRegistration { broker_id });
             }
         }

@@ -1083,3 +1083,34 @@ fn controller_asserts_its_own_batches_commit_unchanged() {
     }
     let _ = c.replay_committed(p.base_offset, p.last_offset(), p.epoch, &other);
 }
+
+#[test]
+fn the_broker_of_the_controllers_own_process_re_registers_at_once() {
+    // A combined node restarted after a crash: its new broker incarnation is the one the
+    // controller was told runs beside it, so the old incarnation's live session (fresh from
+    // the activation) does not hold it back; another incarnation still waits.
+    let mut c = Controller::new(
+        ControllerConfig {
+            colocated_broker: Some((1, Uuid([2; 16]))),
+            ..ControllerConfig::new(1, CLUSTER, 7)
+        },
+        Arc::new(TestPolicy),
+    );
+    c.replay_committed(0, 0, 1, &[]).unwrap();
+    c.become_active(0, 1, 1);
+    commit_all(&mut c);
+    join(&mut c, 0, 1);
+    assert!(matches!(
+        call(&mut c, 10, Request::RegisterBroker(registration(1, 3))),
+        Reply::RegisterBroker(Err(ControllerError::DuplicateBrokerRegistration { .. }))
+    ));
+    let Reply::RegisterBroker(Ok(epoch)) =
+        call(&mut c, 10, Request::RegisterBroker(registration(1, 2)))
+    else {
+        panic!("the colocated incarnation was refused");
+    };
+    let broker = &c.committed().brokers[&1];
+    assert_eq!(broker.incarnation_id, Uuid([2; 16]));
+    assert_eq!(broker.epoch, epoch);
+    assert!(broker.fenced, "registered fenced until caught up");
+}

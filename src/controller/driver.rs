@@ -493,6 +493,12 @@ impl Driver {
                     }
                 }
             }
+            // Replies go out after the image they answer from is published, so that a
+            // broker that waits for its publisher to reach the published offset after an
+            // answer sees the change (`broker::controller_channel`).
+            if !ready.replies.is_empty() {
+                self.publish();
+            }
             for (id, reply) in ready.replies {
                 let Some(waiter) = self.waiting.remove(&id) else {
                     panic!("a reply to request {id}, which is not waiting");

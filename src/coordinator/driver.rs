@@ -152,6 +152,7 @@ impl GroupCoordinator {
             );
             let created = topics
                 .create(NewTopic {
+                    id: None,
                     name: OFFSETS_TOPIC.to_string(),
                     partitions: Some(self.shared.settings.offsets_topic_num_partitions),
                     replication_factor: Some(self.shared.alive_brokers),

@@ -1,5 +1,6 @@
-//! A broker serving real TCP on an ephemeral port, and a connection speaking Samsa's own
-//! codec, for integration tests that need the whole request path (framing, handlers, the
+//! A broker serving real TCP on an ephemeral port, as `samsa broker` runs it (a node with a
+//! metadata quorum of one and its controller, `broker::node`), and a connection speaking
+//! Samsa's own codec, for integration tests that need the whole request path (framing, handlers, the
 //! connection's write loop). Shared by `tests/broker/api.rs` and `tests/broker/fetch_zero_copy.rs`.
 
 #![allow(dead_code)]
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use samsa::broker::config::BrokerConfig;
+use samsa::broker::node::Node;
 use samsa::broker::{server, Broker};
 use samsa::protocol::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
@@ -31,6 +33,7 @@ pub struct TestBroker {
     /// The broker's background work, when the test asked for it.
     background: Option<tokio::task::JoinHandle<()>>,
     pub broker: Arc<Broker>,
+    node: samsa::broker::node::Node,
 }
 
 impl TestBroker {
@@ -71,9 +74,20 @@ impl TestBroker {
         for endpoint in config.advertised_listeners.iter_mut() {
             endpoint.port = addr.port();
         }
-        let broker = Broker::open(config, Disk::real(dir).unwrap(), Clock::new())
+        let controller_listener = samsa::rt::net::TcpListener::bind("127.0.0.1:0")
             .await
-            .expect("broker opens");
+            .unwrap();
+        let disk = Disk::real(dir).unwrap();
+        let node = Node::start(
+            config,
+            disk.clone(),
+            disk,
+            Clock::new(),
+            controller_listener,
+        )
+        .await
+        .expect("node starts");
+        let broker = node.broker.clone();
         let stop = Arc::new(samsa::rt::latch::Latch::new());
         let serving = samsa::rt::task::spawn(server::serve(broker.clone(), listener, stop.clone()));
         let background =
@@ -84,6 +98,7 @@ impl TestBroker {
             serving,
             background,
             broker,
+            node,
         }
     }
 
@@ -93,7 +108,8 @@ impl TestBroker {
         if let Some(background) = self.background {
             background.await.unwrap();
         }
-        self.broker.close().await.unwrap();
+        drop(self.broker);
+        self.node.shutdown().await.unwrap();
     }
 
     pub async fn connect(&self) -> Conn {

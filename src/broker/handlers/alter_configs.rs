@@ -33,6 +33,7 @@ pub fn dynamic_error(e: DynamicConfigError) -> Refusal {
         DynamicConfigError::Corrupt { .. } | DynamicConfigError::Io { .. } => {
             ErrorCode::UNKNOWN_SERVER_ERROR
         }
+        DynamicConfigError::Controller(ref e) => e.code(),
     };
     (code, e.to_string())
 }

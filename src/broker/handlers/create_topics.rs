@@ -105,6 +105,7 @@ pub async fn handle(
             continue;
         }
         let new = NewTopic {
+            id: None,
             name: topic.name,
             partitions,
             replication_factor,

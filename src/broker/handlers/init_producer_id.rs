@@ -55,6 +55,16 @@ pub async fn handle(
             tracing::error!(error = %e, "cannot hand out a producer id");
             refused(ErrorCode::UNKNOWN_SERVER_ERROR)
         }
+        Err(ProducerIdError::Controller(e)) => {
+            tracing::warn!(error = %e, "no producer id block from the controller");
+            // Retriable for the client (COORDINATOR_NOT_AVAILABLE, NOT_CONTROLLER, ...).
+            refused(match e.code() {
+                ErrorCode::NOT_CONTROLLER | ErrorCode::REQUEST_TIMED_OUT => {
+                    ErrorCode::COORDINATOR_NOT_AVAILABLE
+                }
+                code => code,
+            })
+        }
         Err(e @ ProducerIdError::Io { .. }) => {
             broker.health.fail(&format!("producer id block: {e}"));
             refused(ErrorCode::COORDINATOR_NOT_AVAILABLE)

@@ -120,6 +120,7 @@ async fn topic_by_name(
         return error(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION, name);
     }
     let new = NewTopic {
+        id: None,
         name: name.clone(),
         partitions: None,
         replication_factor: None,

@@ -449,6 +449,7 @@ pub fn partition_error_code(
     use crate::protocol::error::ErrorCode;
     match error {
         PartitionError::Deleted { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        PartitionError::NotLeader { .. } => ErrorCode::NOT_LEADER_OR_FOLLOWER,
         // Data at rest failed the scrubber's check: a storage error, as Kafka answers for a
         // log it cannot read, though the log itself stays online.
         PartitionError::CorruptAtRest { .. } => ErrorCode::KAFKA_STORAGE_ERROR,
@@ -510,6 +511,7 @@ pub fn topic_error_code(
         TopicError::CorruptTopicFile { .. } | TopicError::Io { .. } | TopicError::Log { .. } => {
             ErrorCode::KAFKA_STORAGE_ERROR
         }
+        TopicError::Controller(e) => e.code(),
     }
 }
 

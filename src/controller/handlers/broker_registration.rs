@@ -21,7 +21,13 @@ pub fn encode(version: i16, reply: Result<i64, ControllerError>) -> Result<Bytes
             ..Default::default()
         },
         Err(e) => {
-            tracing::info!(error = %e, "refused a broker registration");
+            // A restarted broker is refused until its old session expires, one attempt per
+            // retry backoff: that is expected, not news.
+            if matches!(e, ControllerError::DuplicateBrokerRegistration { .. }) {
+                tracing::debug!(error = %e, "refused a broker registration");
+            } else {
+                tracing::info!(error = %e, "refused a broker registration");
+            }
             BrokerRegistrationResponse {
                 error_code: error_code(&e).code(),
                 broker_epoch: -1,

@@ -1,0 +1,148 @@
+//! The broker's metadata publisher (Kafka's `BrokerMetadataPublisher`): it makes this node's
+//! log manager ([`Topics`]), its dynamic broker configs and its partitions' leadership what
+//! the committed metadata image says, one whole image at a time, and then publishes the
+//! image's offset as applied (which the controller channel waits for and the lifecycle
+//! reports in its heartbeats).
+//!
+//! What it does per image, in this order: topics of the image that this node lacks are
+//! created with the image's id and partition count (a local topic of the same name but
+//! another id was deleted and re-created: it is removed first); topics that have fewer
+//! partitions here are grown; overrides that differ are replaced; local topics the image does
+//! not hold are deleted; the broker resource's configs (the cluster default `""` and this
+//! node's id) become the dynamic layers; each partition leads exactly when the image names
+//! this node its leader and this node is registered and not fenced.
+//!
+//! Invariants: an image is applied whole before its offset is published as applied, and
+//! offsets published only grow; a step that fails (a disk error, a config the local rules
+//! refuse) is reported and retried with the next image, never half-published.
+
+use std::sync::Arc;
+
+use crate::broker::dynamic_config::Layers;
+use crate::broker::topics::NewTopic;
+use crate::broker::Broker;
+use crate::controller::image::{ConfigResource, MetadataImage};
+use crate::rt::watch::Watched;
+
+/// Applies images to one broker.
+pub struct MetadataPublisher {
+    broker: Arc<Broker>,
+    /// The offset of the last image applied whole (-1 before the first).
+    applied: Arc<Watched<i64>>,
+}
+
+impl MetadataPublisher {
+    pub fn new(broker: Arc<Broker>) -> MetadataPublisher {
+        MetadataPublisher {
+            broker,
+            applied: Arc::new(Watched::new(-1)),
+        }
+    }
+
+    /// The applied offset, to wait on.
+    pub fn applied(&self) -> Arc<Watched<i64>> {
+        self.applied.clone()
+    }
+
+    /// Makes the node what `image` says; publishes `applied_offset` (the metadata log's
+    /// offset the image reflects: at or past the image's last record) once all of it is in
+    /// force.
+    pub async fn publish(&self, image: &MetadataImage, applied_offset: i64) -> Result<(), String> {
+        assert!(
+            applied_offset >= image.offset,
+            "an image ahead of the offset it is published at"
+        );
+        let broker = &self.broker;
+        let node_id = broker.config.node_id;
+        let topics = &broker.topics;
+        for topic in image.topics.values() {
+            let count = i32::try_from(topic.partitions.len())
+                .map_err(|_| format!("topic '{}' has too many partitions", topic.name))?;
+            let overrides = image.configs_of(&ConfigResource::topic(&topic.name));
+            let local = topics.get(&topic.name).await;
+            if let Some(local) = &local {
+                if local.id != topic.id {
+                    tracing::info!(topic = %topic.name, "the topic was re-created under another id: removing the old one");
+                    topics
+                        .apply_delete(&topic.name)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+            }
+            match topics.get(&topic.name).await {
+                None => {
+                    let new = NewTopic {
+                        id: Some(topic.id),
+                        name: topic.name.clone(),
+                        partitions: Some(count),
+                        replication_factor: Some(1),
+                        overrides,
+                    };
+                    topics.apply_create(new).await.map_err(|e| e.to_string())?;
+                }
+                Some(local) => {
+                    if (local.partitions.len() as i32) < count {
+                        topics
+                            .apply_create_partitions(&topic.name, count, false)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                    if local.overrides != overrides {
+                        topics
+                            .apply_alter_overrides(&topic.name, |_| overrides.clone(), false)
+                            .await
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+        }
+        for local in topics.list().await {
+            if image.topic_ids.get(&local.name) != Some(&local.id) {
+                topics
+                    .apply_delete(&local.name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        let layers = Layers {
+            cluster_default: image.configs_of(&ConfigResource::broker(None)),
+            node: image.configs_of(&ConfigResource::broker(Some(node_id))),
+        };
+        broker
+            .dynamic
+            .apply_layers(topics, layers)
+            .await
+            .map_err(|e| e.to_string())?;
+        let registered = image
+            .brokers
+            .get(&node_id)
+            .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown);
+        let (mut leading, mut changed) = (0usize, 0usize);
+        let partitions = topics.partitions().await;
+        for partition in &partitions {
+            let leads = registered
+                && image
+                    .partition(&partition.topic, partition.index)
+                    .is_some_and(|p| p.leader == node_id);
+            changed += usize::from(partition.is_leading() != leads);
+            leading += usize::from(leads);
+            partition.set_leading(leads);
+        }
+        if changed > 0 {
+            tracing::info!(
+                leading,
+                partitions = partitions.len(),
+                changed,
+                registered,
+                offset = applied_offset,
+                "partition leadership from the metadata image"
+            );
+        }
+        assert!(
+            applied_offset >= self.applied.get(),
+            "metadata images applied out of order"
+        );
+        self.applied.set(applied_offset);
+        Ok(())
+    }
+}

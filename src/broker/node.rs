@@ -1,0 +1,382 @@
+//! One `samsa broker` node with `process.roles=broker,controller` (the embedded default): a
+//! metadata quorum of which this node is the only voter, the controller above it, and the
+//! broker, which registers with that controller, heartbeats, and makes its topics, configs
+//! and partition leadership what the committed metadata image says
+//! ([`MetadataPublisher`]). A cluster of several nodes (step 10) runs the same parts.
+//!
+//! Start, in order: open the broker's data (topics, dynamic configs, producer-id block);
+//! start the quorum on the controller listener and the controller above it; wait until the
+//! controller is active; on a metadata log that holds nothing yet, migrate what the data
+//! directory holds (the previous release's single-node format: `controller::migration`);
+//! apply the committed image once; attach the controller channel (from then on every change
+//! goes through the controller); start the lifecycle (BrokerRegistration, BrokerHeartbeat
+//! over the controller listener) and the publisher's task; wait until this incarnation of the
+//! broker is registered and unfenced in the committed image, and the publisher applied that
+//! image (at most `UNFENCE_WAIT_MS_MAX`). A restart after a crash registers at once: the
+//! controller knows the incarnation of the broker beside it (`colocated_broker`).
+//!
+//! Stop: a controlled shutdown through the heartbeat (at most `CONTROLLED_SHUTDOWN_WAIT_MS_MAX`),
+//! so that the next start registers at once; then the lifecycle, the publisher, the
+//! controller and the quorum stop, and every log closes cleanly.
+//!
+//! Invariants: nothing changes the topics between the attach and the stop except the
+//! publisher; the migration writes only onto a metadata log without topics, configs or
+//! producer ids, and a start whose migration fails stops before anything is deleted.
+
+use std::sync::Arc;
+
+use crate::broker::config::BrokerConfig;
+use crate::broker::controller_channel::ControllerChannel;
+use crate::broker::lifecycle::{BrokerState, LifecycleConfig};
+use crate::broker::lifecycle_driver::{self, LifecycleHandle};
+use crate::broker::metadata_publisher::MetadataPublisher;
+use crate::broker::{Broker, BrokerError};
+use crate::controller::core::{ControllerConfig, Reply, Request};
+use crate::controller::driver::{ControllerDriverError, ControllerHandle};
+use crate::controller::migration::{LegacyDirectory, LegacyTopic};
+use crate::controller::policy::BrokerConfigPolicy;
+use crate::controller::records::{METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL};
+use crate::protocol::broker_registration::{
+    BrokerRegistrationFeature, BrokerRegistrationListener, BrokerRegistrationRequest,
+};
+use crate::protocol::types::NodeId;
+use crate::protocol::wire::Uuid;
+use crate::raft::core::RaftConfig;
+use crate::raft::driver::{self as raft_driver, NodeConfig, RaftHandle, SnapshotConfig};
+use crate::raft::store::METADATA_LOG_SEGMENT_BYTES_DEFAULT;
+use crate::rt::clock::Clock;
+use crate::rt::disk::Disk;
+use crate::rt::latch::Latch;
+use crate::rt::net::TcpListener;
+use crate::rt::task::{self, JoinHandle};
+use crate::rt::time::Duration;
+
+/// The longest a start waits for its own controller to become active.
+pub const ACTIVE_WAIT_MS_MAX: u64 = 30_000;
+/// The longest a start waits to be registered and unfenced before it serves anyway (the
+/// partitions then answer NOT_LEADER_OR_FOLLOWER until it is). A restart after a crash waits
+/// for the old incarnation's session to expire (`broker.session.timeout.ms`) first.
+pub const UNFENCE_WAIT_MS_MAX: u64 = 60_000;
+/// The longest a stop waits for the controller to grant the controlled shutdown.
+pub const CONTROLLED_SHUTDOWN_WAIT_MS_MAX: u64 = 5_000;
+/// How often the lifecycle retries a failed registration or heartbeat.
+pub const LIFECYCLE_RETRY_BACKOFF_MS: u64 = 100;
+
+const _: () = assert!(CONTROLLED_SHUTDOWN_WAIT_MS_MAX < UNFENCE_WAIT_MS_MAX);
+
+/// A running node.
+pub struct Node {
+    pub broker: Arc<Broker>,
+    pub raft: RaftHandle,
+    pub controller: ControllerHandle,
+    pub lifecycle: LifecycleHandle,
+    /// Where the controller listener is bound.
+    pub controller_address: String,
+    raft_task: JoinHandle<Result<(), raft_driver::DriverError>>,
+    controller_task: JoinHandle<Result<(), ControllerDriverError>>,
+    lifecycle_task: JoinHandle<()>,
+    publisher_task: JoinHandle<()>,
+    stop: Arc<Latch>,
+}
+
+impl Node {
+    /// Starts the node on its log directory `disk` (the metadata log goes to
+    /// `metadata_disk`, the same directory unless `metadata.log.dir` names another), with
+    /// the controller listener bound already.
+    pub async fn start(
+        config: BrokerConfig,
+        disk: Disk,
+        metadata_disk: Disk,
+        clock: Clock,
+        controller_listener: TcpListener,
+    ) -> Result<Node, BrokerError> {
+        if !config.kraft.controller_role {
+            return Err(BrokerError::Config(
+                "process.roles must include controller for now".into(),
+            ));
+        }
+        let node_id = config.node_id;
+        let controller_address = controller_listener
+            .local_addr()
+            .map_err(|e| BrokerError::Config(format!("the controller listener: {e}")))?
+            .to_string();
+        let broker = Broker::open(config.clone(), disk, clock.clone()).await?;
+        let cluster_id = broker.cluster_id.clone();
+        let raft_config = RaftConfig::DEFAULT;
+        let node_config = NodeConfig {
+            node_id,
+            voters: [(node_id, controller_address.clone())].into(),
+            metadata_log_dir: String::new(),
+            segment_bytes: METADATA_LOG_SEGMENT_BYTES_DEFAULT,
+            raft: raft_config,
+            cluster_id: Some(cluster_id.clone()),
+            bugs: Default::default(),
+            snapshots: SnapshotConfig::DEFAULT,
+        };
+        let (apis, forwarded) = crate::controller::driver::listener_apis();
+        let raft = raft_driver::start_with(
+            node_config,
+            metadata_disk,
+            clock.clone(),
+            controller_listener,
+            None,
+            Some(apis),
+        )
+        .await
+        .map_err(|e| BrokerError::Meta(format!("the metadata quorum: {e}")))?;
+        let registration = registration(&broker.config, &cluster_id);
+        let mut controller_config =
+            ControllerConfig::new(node_id, &cluster_id, crate::rt::rand::random_u64());
+        controller_config.colocated_broker = Some((node_id, registration.incarnation_id));
+        controller_config.session_timeout_ms = config.kraft.broker_session_timeout_ms;
+        controller_config.num_partitions = config.num_partitions;
+        controller_config.default_replication_factor = config.default_replication_factor;
+        controller_config.delete_topic_enable = config.delete_topic_enable;
+        controller_config.proposal_bytes_max =
+            crate::cli::controller::proposal_bytes_max(&raft_config);
+        let policy = Arc::new(BrokerConfigPolicy {
+            broker: Arc::new(config.clone()),
+        });
+        let controller = crate::controller::driver::start(
+            raft.handle.clone(),
+            controller_config,
+            policy,
+            Some(forwarded),
+        );
+        let active = controller
+            .handle
+            .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
+                p.active_epoch.is_some()
+            })
+            .await
+            .map_err(|_| {
+                BrokerError::Meta(format!(
+                    "the controller did not become active within {ACTIVE_WAIT_MS_MAX} ms"
+                ))
+            })?;
+        let image = active.image.clone();
+        if image.topics.is_empty() && image.configs.is_empty() && image.next_producer_id == 0 {
+            migrate(&broker, &controller.handle).await?;
+        }
+        let publisher = MetadataPublisher::new(broker.clone());
+        let published = controller.handle.published();
+        publisher
+            .publish(&published.image, published.applied_offset)
+            .await
+            .map_err(|e| BrokerError::Meta(format!("applying the metadata image: {e}")))?;
+        let incarnation_id = registration.incarnation_id;
+        let (lifecycle, lifecycle_task) = lifecycle_driver::start(
+            LifecycleConfig {
+                registration,
+                heartbeat_interval_ms: config.kraft.broker_heartbeat_interval_ms,
+                retry_backoff_ms: LIFECYCLE_RETRY_BACKOFF_MS,
+            },
+            vec![controller_address.clone()],
+        );
+        let channel = ControllerChannel::new(
+            controller.handle.clone(),
+            publisher.applied(),
+            lifecycle.clone(),
+            node_id,
+        );
+        broker.topics.attach_controller(channel.clone());
+        broker.producer_ids.attach_controller(channel).await;
+        let stop = Arc::new(Latch::new());
+        let applied = publisher.applied();
+        let publisher_task = task::spawn(run_publisher(
+            publisher,
+            controller.handle.clone(),
+            lifecycle.clone(),
+            stop.clone(),
+        ));
+        let unfenced = controller
+            .handle
+            .wait_for(Duration::from_millis(UNFENCE_WAIT_MS_MAX), |p| {
+                p.image.brokers.get(&node_id).is_some_and(|b| {
+                    b.incarnation_id == incarnation_id && !b.fenced && !b.in_controlled_shutdown
+                })
+            })
+            .await;
+        if let Ok(published) = &unfenced {
+            // Serve once the partitions lead: the publisher has applied that image too.
+            let offset = published.applied_offset;
+            let _ = applied
+                .wait_for(Duration::from_millis(UNFENCE_WAIT_MS_MAX), |a| *a >= offset)
+                .await;
+        }
+        if unfenced.is_err() {
+            tracing::warn!(
+                node_id,
+                state = ?lifecycle.status().state,
+                "not unfenced within {UNFENCE_WAIT_MS_MAX} ms; serving anyway (partitions refuse until it is)"
+            );
+        }
+        tracing::info!(node_id, controller = %controller_address, "node started: a metadata quorum of one");
+        Ok(Node {
+            broker,
+            raft: raft.handle,
+            controller: controller.handle,
+            lifecycle,
+            controller_address,
+            raft_task: raft.task,
+            controller_task: controller.task,
+            lifecycle_task,
+            publisher_task,
+            stop,
+        })
+    }
+
+    /// Waits until a part of the node stops on its own (its log directory failed, the
+    /// quorum or the controller stopped); what stopped.
+    pub async fn failed(&mut self) -> String {
+        tokio::select! {
+            biased;
+            _ = self.broker.health.failed() => "the log directory failed".to_string(),
+            result = &mut self.raft_task => format!("the metadata quorum stopped: {result:?}"),
+            result = &mut self.controller_task => format!("the controller stopped: {result:?}"),
+        }
+    }
+
+    /// Stops the node: a controlled shutdown, then every part, then the logs close cleanly.
+    pub async fn shutdown(self) -> Result<(), BrokerError> {
+        self.lifecycle.begin_controlled_shutdown().await;
+        let done = self
+            .lifecycle
+            .wait_for(
+                Duration::from_millis(CONTROLLED_SHUTDOWN_WAIT_MS_MAX),
+                |s| matches!(s.state, BrokerState::ShutDown | BrokerState::Failed(_)),
+            )
+            .await;
+        if done.is_err() {
+            tracing::warn!("the controlled shutdown was not granted within {CONTROLLED_SHUTDOWN_WAIT_MS_MAX} ms");
+        }
+        self.lifecycle.stop().await;
+        let _ = self.lifecycle_task.await;
+        self.stop.set();
+        let _ = self.publisher_task.await;
+        self.controller.shutdown().await;
+        let _ = self.controller_task.await;
+        self.raft.shutdown().await;
+        let _ = self.raft_task.await;
+        self.broker.close().await
+    }
+}
+
+/// What the broker registers with: its advertised listeners and the metadata.versions it
+/// runs.
+fn registration(config: &BrokerConfig, cluster_id: &str) -> BrokerRegistrationRequest {
+    BrokerRegistrationRequest {
+        broker_id: NodeId(config.node_id),
+        cluster_id: cluster_id.to_string(),
+        incarnation_id: Uuid::v4_from([
+            crate::rt::rand::random_u64(),
+            crate::rt::rand::random_u64(),
+        ]),
+        listeners: config
+            .advertised_listeners
+            .iter()
+            .map(|l| BrokerRegistrationListener {
+                name: l.name.clone(),
+                host: l.host.clone(),
+                port: l.port,
+                security_protocol: 0,
+            })
+            .collect(),
+        features: vec![BrokerRegistrationFeature {
+            name: METADATA_VERSION_FEATURE.into(),
+            min_supported_version: 1,
+            max_supported_version: METADATA_VERSION_LEVEL,
+        }],
+        ..Default::default()
+    }
+}
+
+/// Writes what the data directory holds into a metadata log that holds nothing yet: topics
+/// with their ids, partition counts and overrides, the dynamic broker configs, and the end of
+/// the producer-id block (so that ids handed out from the metadata log start above every id
+/// handed out before). Nothing to migrate (a new directory): nothing written.
+async fn migrate(broker: &Broker, controller: &ControllerHandle) -> Result<(), BrokerError> {
+    let topics: Vec<LegacyTopic> = broker
+        .topics
+        .list()
+        .await
+        .iter()
+        .map(|t| LegacyTopic {
+            name: t.name.clone(),
+            id: t.id,
+            partitions: t.partitions.len() as i32,
+            overrides: t.overrides.clone(),
+        })
+        .collect();
+    let layers = broker.dynamic.layers().await;
+    let block_end = broker.producer_ids.block_end().await;
+    let directory = LegacyDirectory {
+        topics,
+        cluster_default_configs: layers.cluster_default,
+        node_configs: layers.node,
+        producer_id_block_end: (block_end > 0).then_some(block_end),
+    };
+    if directory == LegacyDirectory::default() {
+        return Ok(());
+    }
+    let node_id = broker.config.node_id;
+    let records = directory
+        .records(node_id)
+        .map_err(|e| BrokerError::Meta(e.to_string()))?;
+    let count = records.len();
+    match controller.submit(Request::Migrate(records)).await {
+        Ok(Reply::Migrate(Ok(()))) => {
+            tracing::info!(
+                topics = directory.topics.len(),
+                records = count,
+                producer_id_block_end = block_end,
+                "migrated the data directory into the metadata log"
+            );
+            Ok(())
+        }
+        Ok(Reply::Migrate(Err(e))) => Err(BrokerError::Meta(format!(
+            "migrating the data directory into the metadata log: {e}"
+        ))),
+        Ok(other) => panic!("a Migrate answered with {other:?}"),
+        Err(e) => Err(BrokerError::Meta(format!(
+            "migrating the data directory: the controller stopped: {e:?}"
+        ))),
+    }
+}
+
+/// The publisher's task: applies each image the controller publishes and tells the lifecycle
+/// how far it got, until `stop`.
+async fn run_publisher(
+    publisher: MetadataPublisher,
+    controller: ControllerHandle,
+    lifecycle: LifecycleHandle,
+    stop: Arc<Latch>,
+) {
+    /// How long the publisher waits for a new image before it looks at `stop` again.
+    const IDLE_WAIT_MS: u64 = 1_000;
+    loop {
+        let applied = publisher.applied().get();
+        lifecycle.metadata_applied(applied);
+        let next = tokio::select! {
+            biased;
+            _ = stop.wait() => return,
+            next = controller.wait_for(Duration::from_millis(IDLE_WAIT_MS), |p| {
+                p.applied_offset > applied
+            }) => next,
+        };
+        let Ok(published) = next else {
+            continue;
+        };
+        if let Err(e) = publisher
+            .publish(&published.image, published.applied_offset)
+            .await
+        {
+            tracing::error!(error = %e, offset = published.applied_offset, "applying a metadata image failed; retrying");
+            tokio::select! {
+                biased;
+                _ = stop.wait() => return,
+                _ = crate::rt::time::sleep(Duration::from_millis(IDLE_WAIT_MS)) => {}
+            }
+        }
+    }
+}
