@@ -8,6 +8,11 @@
 //! partitions have somewhere to go. For each client count it prints creations per second and
 //! the latency's median and 99th percentile.
 //!
+//! Then the same through a broker: a `samsa broker` node (`broker::node`: a quorum of one,
+//! its controller, the broker registered with it) serving CreateTopics on its PLAINTEXT
+//! listener, where each creation also waits for the broker to apply it (the partition's
+//! directory and log created and synced).
+//!
 //! Run: `cargo bench --bench controller` (`SAMSA_BENCH_SECONDS` sets each run's length,
 //! default 5).
 
@@ -38,6 +43,8 @@ mod real {
     use std::time::Duration;
 
     use samsa::broker::config::BrokerConfig;
+    use samsa::broker::node::Node;
+    use samsa::broker::server::Serving;
     use samsa::client::connection::{Connection, ConnectionLimits};
     use samsa::controller::core::ControllerConfig;
     use samsa::controller::driver::{self as controller_driver, ControllerNode};
@@ -199,6 +206,71 @@ mod real {
                 remove(&root);
             }
         }
+        println!(
+            "a broker node (quorum of one) on loopback TCP; CreateTopics of one 1-partition topic per request to its client listener; {seconds} s per run"
+        );
+        for clients in CLIENTS {
+            let root = parent.join(format!("controller-node-{}-{clients}", std::process::id()));
+            rt.block_on(run_node(&root, clients, seconds));
+            remove(&root);
+        }
+    }
+
+    /// CreateTopics through a broker node's client listener.
+    async fn run_node(root: &Path, clients: usize, seconds: u64) {
+        let pairs = vec![
+            (
+                "listeners".to_string(),
+                "PLAINTEXT://127.0.0.1:0".to_string(),
+            ),
+            ("log.dirs".to_string(), root.display().to_string()),
+        ];
+        let mut config = BrokerConfig::load(None, &pairs).expect("a bench config");
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        for endpoint in config.advertised_listeners.iter_mut() {
+            endpoint.port = addr.port();
+        }
+        let controller_listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let disk = Disk::real(root).expect("bench directory");
+        let node = Node::start(
+            config,
+            disk.clone(),
+            disk,
+            Clock::new(),
+            controller_listener,
+        )
+        .await
+        .expect("a node");
+        let serving = Serving::start(&node.broker, listener);
+        let names = Arc::new(AtomicU64::new(0));
+        let until = time::now() + Duration::from_secs(seconds);
+        let began = time::now();
+        let runs: Vec<_> = (0..clients)
+            .map(|c| {
+                task::spawn(create_loop(
+                    addr.to_string(),
+                    until,
+                    names.clone(),
+                    format!("t{c}"),
+                ))
+            })
+            .collect();
+        let mut latencies = Vec::new();
+        for run in runs {
+            latencies.extend(run.await.expect("a client"));
+        }
+        let elapsed = began.elapsed().as_secs_f64();
+        latencies.sort_unstable();
+        println!(
+            "topic_creations broker-node clients={clients:>2}: {:>7.0} topics/s, latency p50 {:>6} us, p99 {:>6} us ({} topics)",
+            latencies.len() as f64 / elapsed,
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99),
+            latencies.len()
+        );
+        serving.stop().await;
+        node.shutdown().await.expect("a clean stop");
     }
 
     async fn run(root: &Path, size: i32, clients: usize, seconds: u64) {

@@ -14,7 +14,9 @@ use crate::retention;
 use crate::workload::{self, Workload};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use samsa::broker::config::{BrokerBugs, BrokerConfig, CleanupPolicy, Endpoint, TopicConfig};
+use samsa::broker::config::{
+    BrokerBugs, BrokerConfig, CleanupPolicy, Endpoint, KraftSettings, TopicConfig,
+};
 use samsa::log::{FlushPolicy, Log, LogConfig};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, CrashReport, Disk, MemDisk};
@@ -62,6 +64,9 @@ pub struct Options {
     /// A deliberate bug for the retention checker's test: retention deletes one segment
     /// more than `retention_bytes` allows.
     pub retention_deletes_one_segment_too_many: bool,
+    /// The broker loses its heartbeats to its controller for a while (see
+    /// [`node::HeartbeatBlackout`]); the node then runs with a short broker session.
+    pub heartbeat_blackout: Option<node::HeartbeatBlackout>,
     /// The workload produces as idempotent producers, retrying unknown outcomes.
     pub idempotent: bool,
     /// The broker checks idempotent producers' batches; off only to show the duplicate
@@ -136,6 +141,7 @@ impl Default for Options {
             segment_bytes: 8 * 1024,
             retention_bytes: 24 * 1024,
             retention_deletes_one_segment_too_many: false,
+            heartbeat_blackout: None,
             idempotent: false,
             producer_state_checks: true,
             fault_points: true,
@@ -243,6 +249,8 @@ pub struct SeedOutcome {
     pub offsets_first_dirty: i64,
 }
 
+/// `broker.session.timeout.ms` of a run with a heartbeat blackout.
+pub const BLACKOUT_SESSION_TIMEOUT_MS: u64 = 1_000;
 const NODE_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
 const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
 const STALLED_PRODUCER_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3));
@@ -300,6 +308,15 @@ fn broker_config(options: &Options) -> BrokerConfig {
             host: NODE_IP.to_string(),
             port: NODE_PORT,
         }],
+        kraft: match options.heartbeat_blackout {
+            // A blackout must outlast the session for the fencing to happen.
+            Some(_) => KraftSettings {
+                broker_session_timeout_ms: BLACKOUT_SESSION_TIMEOUT_MS,
+                broker_heartbeat_interval_ms: BLACKOUT_SESSION_TIMEOUT_MS / 4,
+                ..KraftSettings::default()
+            },
+            None => KraftSettings::default(),
+        },
         ..BrokerConfig::default()
     };
     match options.groups {
@@ -352,6 +369,9 @@ fn partition_log_config(broker: &BrokerConfig) -> LogConfig {
 /// `tokio::sync::watch`.)
 #[allow(clippy::disallowed_methods)] // a fresh OS thread per simulation, outside any simulation
 pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
+    if std::env::var_os("SAMSA_LOG").is_some() {
+        samsa::cli::init_tool_logging();
+    }
     let options = options.clone();
     let outcome = std::thread::Builder::new()
         .name(format!("sim-seed-{seed}"))
@@ -396,6 +416,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     }
 
     let retention_bug = options.retention_deletes_one_segment_too_many;
+    let blackout = options.heartbeat_blackout;
     let node = {
         let (disk, clock, recorder, needs_restart, stopped, config) = (
             disk.clone(),
@@ -418,6 +439,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     Arc::clone(&needs_restart),
                     Arc::clone(&stopped),
                     retention_bug,
+                    blackout,
                 )
             })
             .build()

@@ -154,6 +154,62 @@ fn deleting_one_segment_too_many_is_caught_as_retention_overreach() {
     );
 }
 
+/// The image checker's broker side: a broker cut off from its controller for longer than
+/// its session is fenced (its partitions lose their leader in the committed image) and must
+/// stop serving until it is back. The checker (served-while-not-leader) fires on a broker
+/// that keeps serving after it was fenced, and stays quiet on the real one, which refuses
+/// with NOT_LEADER_OR_FOLLOWER and serves again once it is unfenced.
+#[test]
+fn a_fenced_broker_that_keeps_serving_is_caught_as_served_while_not_leader() {
+    let honest = Options {
+        heartbeat_blackout: Some(node::HeartbeatBlackout {
+            after_ms: 1_000,
+            for_ms: 3_000,
+        }),
+        timed_faults: false,
+        drawn_fault_points: false,
+        ..Options::default()
+    };
+    let bugged = Options {
+        bugs: BrokerBugs {
+            serve_after_fenced: true,
+            ..BrokerBugs::default()
+        },
+        ..honest.clone()
+    };
+    let seeds = 1..6;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            run_seed(seed, &bugged)
+                .report
+                .has(AnomalyKind::ServedWhileNotLeader)
+        })
+        .collect();
+    assert!(
+        caught.len() >= 3,
+        "expected served-while-not-leader in most of seeds {seeds:?}, caught in {caught:?}"
+    );
+    for seed in seeds {
+        let outcome = run_seed(seed, &honest);
+        assert!(outcome.report.is_valid(), "seed {seed}: {}", outcome.report);
+        let fenced = outcome.history.events().iter().any(|e| {
+            matches!(
+                e.kind,
+                samsa_spec::EventKind::Node(samsa_spec::NodeEvent::ImageApplied {
+                    leads: false,
+                    ..
+                })
+            )
+        });
+        assert!(fenced, "seed {seed}: the broker was never fenced");
+        assert!(
+            outcome.healed_appends > 0,
+            "seed {seed}: nothing appended after the blackout"
+        );
+    }
+}
+
 /// Idempotent producers that retry every unknown outcome with the same sequence, under the
 /// whole nemesis: the broker must answer each retry of a batch it already has with the
 /// original offset, so no value is ever in the log twice.

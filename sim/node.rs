@@ -1,21 +1,26 @@
-//! The simulated node: the real broker (`samsa::broker`) on the harness-owned simulated disk,
-//! serving the Kafka protocol on simulated TCP. It stops on ctrl-c with a clean close, and
+//! The simulated node: the real node (`samsa::broker::node`: a metadata quorum of one, its
+//! controller and the broker) on the harness-owned simulated disk, serving the Kafka protocol
+//! on simulated TCP. It stops on ctrl-c with a clean close, and
 //! reports that it needs a restart when its log directory fails (as a Kafka broker halts).
 
 use crate::harness::Recorder;
 use samsa::broker::config::BrokerConfig;
+use samsa::broker::metadata_publisher::PublishObserver;
+use samsa::broker::node::Node;
 use samsa::broker::server::Serving;
-use samsa::broker::Broker;
+use samsa::controller::image::MetadataImage;
 use samsa::log::cleaner::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
 use samsa::log::segment::continues;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{Disk, MemDisk};
 use samsa::rt::net::TcpListener;
 use samsa_spec::NodeEvent;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 
 pub const NODE_PORT: u16 = 9092;
+/// The node's controller listener (its metadata quorum of one).
+pub const CONTROLLER_PORT: u16 = 9093;
 /// The one topic the workload uses, with one partition, auto-created on first use.
 pub const TOPIC: &str = "sim";
 /// Its partition's directory on the node's disk.
@@ -24,6 +29,16 @@ pub const PARTITION_DIR: &str = "sim-0";
 pub const CORRUPTION_POLL_MS: u64 = 2;
 /// How the node's check at open reports a hole (the harness turns it into offset-gap).
 pub const OFFSET_GAP_AT_OPEN: &str = "offset-gap at open: ";
+
+/// A fault: the node's broker loses every heartbeat to its controller `after_ms` after
+/// the node started, for `for_ms` (a broker cut off from the quorum but not from its clients,
+/// which a one-node simulation cannot make with the network); it is fenced once its session
+/// expires and must stop serving until it is back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeartbeatBlackout {
+    pub after_ms: u64,
+    pub for_ms: u64,
+}
 
 /// Shared between the node and the supervisor: set when the node needs a restart.
 pub type NeedsRestart = Arc<AtomicBool>;
@@ -38,20 +53,69 @@ pub async fn serve(
     needs_restart: NeedsRestart,
     stopped: Stopped,
     retention_deletes_one_segment_too_many: bool,
+    heartbeat_blackout: Option<HeartbeatBlackout>,
 ) {
-    let broker = match Broker::open(config, Disk::mem(disk.clone()), clock).await {
-        Ok(broker) => {
-            broker
-                .retention_deletes_one_segment_too_many
-                .store(retention_deletes_one_segment_too_many, Ordering::Release);
-            broker
+    // The node as `samsa broker` runs it: a metadata quorum of one on the same disk, its
+    // controller, and the broker registered with it (`broker::node`).
+    let host = config
+        .advertised_listeners
+        .first()
+        .map_or_else(|| "0.0.0.0".to_string(), |l| l.host.clone());
+    let controller_listener = match TcpListener::bind((host.as_str(), CONTROLLER_PORT)).await {
+        Ok(l) => l,
+        Err(e) => {
+            recorder.note(
+                0,
+                format!("node: binding the controller listener failed: {e}"),
+            );
+            needs_restart.store(true, Ordering::Release);
+            return;
         }
+    };
+    let node_id = config.node_id;
+    let observer: PublishObserver = {
+        let recorder = recorder.clone();
+        // 0: nothing recorded yet in this process; 1: not leading; 2: leading.
+        let last = Arc::new(AtomicU8::new(0));
+        Arc::new(move |offset, image: &MetadataImage| {
+            let registered = image
+                .brokers
+                .get(&node_id)
+                .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown);
+            let leads = registered
+                && image
+                    .partition(TOPIC, 0)
+                    .is_some_and(|p| p.leader == node_id);
+            let state = if leads { 2 } else { 1 };
+            if last.swap(state, Ordering::AcqRel) != state {
+                recorder.node(0, NodeEvent::ImageApplied { offset, leads });
+            }
+        })
+    };
+    // The metadata log shares the disk (crashes, power loss and IO errors reach it) but not
+    // the fault points, which are timed on the partition logs' events (the quorum suites
+    // aim theirs at the metadata log).
+    let mut node = match Node::start_observed(
+        config,
+        Disk::mem(disk.clone()),
+        Disk::mem(disk.without_fault_points()),
+        clock,
+        controller_listener,
+        Some(observer),
+    )
+    .await
+    {
+        Ok(node) => node,
         Err(e) => {
             recorder.note(0, format!("node: open failed: {e}"));
             needs_restart.store(true, Ordering::Release);
             return;
         }
     };
+    let broker = node.broker.clone();
+    broker
+        .retention_deletes_one_segment_too_many
+        .store(retention_deletes_one_segment_too_many, Ordering::Release);
     for partition in broker.topics.partitions().await {
         let report = &partition.recovery;
         let mut note = format!(
@@ -91,6 +155,17 @@ pub async fn serve(
         }
     };
     let serving = Serving::start(&broker, listener);
+    if let Some(blackout) = heartbeat_blackout {
+        let (lifecycle, recorder) = (node.lifecycle.clone(), recorder.clone());
+        samsa::rt::task::spawn(async move {
+            samsa::rt::time::sleep(samsa::rt::time::Duration::from_millis(blackout.after_ms)).await;
+            recorder.note(0, "node: cut off from its controller (heartbeats lost)");
+            lifecycle.set_muted(true);
+            samsa::rt::time::sleep(samsa::rt::time::Duration::from_millis(blackout.for_ms)).await;
+            recorder.note(0, "node: reconnected to its controller");
+            lifecycle.set_muted(false);
+        });
+    }
     // The scrubber's findings, as the history's node events, when they happen (within a
     // poll interval: late only makes the corrupt-read check more lenient).
     {
@@ -114,20 +189,21 @@ pub async fn serve(
     }
     tokio::select! {
         biased;
-        _ = broker.health.failed() => {
+        why = node.failed() => {
             // A Kafka broker halts when its log directory fails; the supervisor restarts it.
-            recorder.note(0, "node: log directory failed; halting");
+            recorder.note(0, format!("node: {why}; halting"));
             needs_restart.store(true, Ordering::Release);
         }
         _ = samsa::rt::signal::ctrl_c() => {
-            // Graceful shutdown: stop serving, then sync, checkpoint and leave the
-            // clean-shutdown marker in every log.
+            // Graceful shutdown: stop serving, then a controlled shutdown, then sync,
+            // checkpoint and leave the clean-shutdown marker in every log.
             serving.stop().await;
             let end = match broker.topics.get_partition(TOPIC, 0).await {
                 Some(p) => p.log_end_offset(),
                 None => 0,
             };
-            match broker.close().await {
+            drop(broker);
+            match node.shutdown().await {
                 Ok(()) => recorder.note(0, format!("node: closed the log cleanly at {end}")),
                 Err(e) => recorder.note(0, format!("node: clean close failed: {e}")),
             }

@@ -120,11 +120,16 @@ pub enum AnomalyKind {
     /// A record below the final high watermark of a partition a stable group
     /// consumed was never delivered to any of its members.
     Unseen,
+    /// The node served the partition (an append acknowledged, a read answered) for a
+    /// request invoked after the metadata image it had applied stopped naming it the
+    /// leader, with no image naming it again before the answer: a fenced broker went on
+    /// serving (the image checker's broker side).
+    ServedWhileNotLeader,
 }
 
 impl AnomalyKind {
     /// Every kind, in the order reports list them.
-    pub const ALL: [AnomalyKind; 19] = [
+    pub const ALL: [AnomalyKind; 20] = [
         AnomalyKind::LostWrite,
         AnomalyKind::InconsistentOffsets,
         AnomalyKind::NonmonotonicSend,
@@ -144,6 +149,7 @@ impl AnomalyKind {
         AnomalyKind::LostCommit,
         AnomalyKind::CommitRegress,
         AnomalyKind::Unseen,
+        AnomalyKind::ServedWhileNotLeader,
     ];
 
     pub fn name(self) -> &'static str {
@@ -167,6 +173,7 @@ impl AnomalyKind {
             AnomalyKind::LostCommit => "lost-commit",
             AnomalyKind::CommitRegress => "commit-regress",
             AnomalyKind::Unseen => "unseen",
+            AnomalyKind::ServedWhileNotLeader => "served-while-not-leader",
         }
     }
 }
@@ -388,7 +395,64 @@ pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) ->
     }
     check_watermark(history, &index, options, &mut report);
     check_corrupt_reads(history, final_log, &mut report);
+    check_served_while_not_leader(history, &mut report);
     report
+}
+
+/// [`AnomalyKind::ServedWhileNotLeader`]: an append acknowledged or a read answered with
+/// records whose invocation came after an [`NodeEvent::ImageApplied`] saying the node does
+/// not lead, with no image saying it leads between the invocation and the answer. (An
+/// answer to a request invoked while the node still led may legitimately complete after the
+/// image changed: the broker had accepted it before.)
+fn check_served_while_not_leader(history: &History, report: &mut Report) {
+    // The event id of the image that took the leadership away, while it is away.
+    let mut not_leading_since: Option<(usize, i64)> = None;
+    // Each outstanding append or read: whether the node was not leading at its invocation
+    // (and since which image), cleared once an image gives the leadership back.
+    let mut invoked: BTreeMap<OpId, Option<(usize, i64)>> = BTreeMap::new();
+    for (id, event) in history.events().iter().enumerate() {
+        match &event.kind {
+            EventKind::Node(NodeEvent::ImageApplied { offset, leads }) => {
+                if *leads {
+                    not_leading_since = None;
+                    for away in invoked.values_mut() {
+                        *away = None;
+                    }
+                } else if not_leading_since.is_none() {
+                    not_leading_since = Some((id, *offset));
+                }
+            }
+            EventKind::Invoke(Op::Append { .. }) | EventKind::Invoke(Op::Read { .. }) => {
+                invoked.insert(id, not_leading_since);
+            }
+            EventKind::Complete { op, outcome } => {
+                let Some(away) = invoked.remove(op) else {
+                    continue;
+                };
+                let Some((image_event, image_offset)) = away else {
+                    continue;
+                };
+                let served = match outcome {
+                    Outcome::Appended { base_offset } => Some(format!("appended at {base_offset}")),
+                    Outcome::Read { records, .. } if !records.is_empty() => {
+                        Some(format!("read {} records", records.len()))
+                    }
+                    _ => None,
+                };
+                if let Some(served) = served {
+                    report.record(AnomalyKind::ServedWhileNotLeader, || {
+                        format!(
+                            "op #{op} was {served}, but it was invoked after the node applied the \
+                             metadata image at offset {image_offset} (event #{image_event}), which \
+                             does not name it the partition's leader, and no image named it again \
+                             before the answer"
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn count_outcomes(operations: &[Operation], report: &mut Report) {
@@ -2028,7 +2092,8 @@ mod tests {
                 "zombie-commit",
                 "lost-commit",
                 "commit-regress",
-                "unseen"
+                "unseen",
+                "served-while-not-leader"
             ]
         );
     }
@@ -2960,6 +3025,75 @@ mod tests {
             ..CheckOptions::default()
         };
         assert!(check(&b.history, &log, &regress).is_valid());
+    }
+
+    #[test]
+    fn serving_after_an_image_took_the_leadership_away_is_reported() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..4).map(|seq| v(1, seq)).collect();
+        b.node(NodeEvent::ImageApplied {
+            offset: 3,
+            leads: true,
+        });
+        b.append_ok(1, &x[0..1], 0);
+        b.node(NodeEvent::ImageApplied {
+            offset: 9,
+            leads: false,
+        });
+        // Refused while fenced: as it should be.
+        b.append_failed(1, &x[1..2]);
+        // Served while fenced: the anomaly.
+        b.append_ok(1, &x[2..3], 1);
+        b.read_ok(2, 0, &[(0, x[0]), (1, x[2])]);
+        b.node(NodeEvent::ImageApplied {
+            offset: 12,
+            leads: true,
+        });
+        b.append_ok(1, &x[3..4], 2);
+        let log = final_log(0, &[x[0], x[2], x[3]]);
+        let report = check_plain(&b, &log);
+        assert_eq!(
+            report.count(AnomalyKind::ServedWhileNotLeader),
+            2,
+            "{}",
+            report.summary()
+        );
+        let found = details(&report, AnomalyKind::ServedWhileNotLeader);
+        assert!(found[0].contains("appended at 1"), "{}", found[0]);
+        assert!(
+            found[0].contains("metadata image at offset 9"),
+            "{}",
+            found[0]
+        );
+        assert!(found[1].contains("read 2 records"), "{}", found[1]);
+    }
+
+    #[test]
+    fn an_answer_to_a_request_invoked_while_leading_may_come_after_the_image() {
+        let mut b = Builder::default();
+        let x: Vec<Value> = (0..2).map(|seq| v(1, seq)).collect();
+        let t = b.tick();
+        let op = b.history.invoke(t, 1, Op::Append { values: vec![x[0]] });
+        b.node(NodeEvent::ImageApplied {
+            offset: 9,
+            leads: false,
+        });
+        let t = b.tick();
+        b.history
+            .complete(t, op, Outcome::Appended { base_offset: 0 });
+        // Invoked while not leading, but the leadership came back before the answer.
+        let t = b.tick();
+        let op = b.history.invoke(t, 1, Op::Append { values: vec![x[1]] });
+        b.node(NodeEvent::ImageApplied {
+            offset: 10,
+            leads: true,
+        });
+        let t = b.tick();
+        b.history
+            .complete(t, op, Outcome::Appended { base_offset: 1 });
+        let log = final_log(0, &x);
+        let report = check_plain(&b, &log);
+        assert!(report.is_valid(), "{}", report.summary());
     }
 
     #[test]

@@ -284,6 +284,10 @@ pub enum NodeEvent {
     /// truncation or the background scrubber) and from now on refuses reads
     /// at and beyond it until the next open.
     CorruptionFound { offset: Offset },
+    /// The node's broker applied the metadata image at `offset`, which names it the leader
+    /// of the workload's partition (`leads`, while it is registered and not fenced) or not.
+    /// From here until the next such event the node may serve the partition only if `leads`.
+    ImageApplied { offset: i64, leads: bool },
 }
 
 impl fmt::Display for NodeEvent {
@@ -297,6 +301,9 @@ impl fmt::Display for NodeEvent {
                 "opened recovery_point={recovery_point} log_end_offset={log_end_offset}"
             ),
             NodeEvent::CorruptionFound { offset } => write!(f, "corruption-found offset={offset}"),
+            NodeEvent::ImageApplied { offset, leads } => {
+                write!(f, "image-applied offset={offset} leads={leads}")
+            }
         }
     }
 }

@@ -291,6 +291,9 @@ pub struct BrokerBugs {
     pub coordinator: crate::coordinator::shard::CoordinatorBugs,
     /// The log cleaner's planted bugs (the compaction and duplicate checkers).
     pub cleaner: crate::log::cleaner::CleanerBugs,
+    /// The metadata publisher never takes a leadership away once given, so a fenced broker
+    /// goes on serving its partitions (served-while-not-leader).
+    pub serve_after_fenced: bool,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see
@@ -2177,9 +2180,22 @@ mod tests {
         assert_eq!(c.log_retention_check_interval_ms, 300_000);
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert_eq!(c.log_flush, FlushPolicy::SyncBeforeAck);
+        // The KRaft keys are acted on: a combined node, its CONTROLLER listener, one voter.
+        assert!(c.kraft.controller_role);
+        assert_eq!(
+            c.kraft.controller_listener,
+            Some(Endpoint {
+                name: "CONTROLLER".into(),
+                host: "0.0.0.0".into(),
+                port: 9093
+            })
+        );
+        assert_eq!(
+            c.kraft.quorum_voters,
+            BTreeMap::from([(1, "localhost:9093".to_string())])
+        );
+        assert!(!c.kraft.bootstrap_servers_without_voters);
         for key in [
-            "process.roles",
-            "controller.quorum.voters",
             "inter.broker.listener.name",
             "listener.security.protocol.map",
             "num.network.threads",
@@ -2197,9 +2213,38 @@ mod tests {
             "controller.quorum.bootstrap.servers=localhost:9093",
         );
         let c = load(&text).unwrap();
-        assert!(c
-            .ignored_keys()
-            .contains(&"controller.quorum.bootstrap.servers".to_string()));
+        assert!(c.kraft.quorum_voters.is_empty());
+        assert!(c.kraft.bootstrap_servers_without_voters);
+    }
+
+    #[test]
+    fn kraft_settings_are_checked_by_name() {
+        for (text, expected) in [
+            ("process.roles=broker", "process.roles"),
+            ("process.roles=controller", "samsa controller"),
+            ("process.roles=broker,zookeeper", "process.roles"),
+            (
+                "node.id=2\ncontroller.quorum.voters=1@h:9093",
+                "not among the voters",
+            ),
+            (
+                "controller.quorum.voters=1@h:9093,2@h:9094",
+                "controller.quorum.voters",
+            ),
+            ("controller.quorum.voters=1@h", "controller.quorum.voters"),
+            (
+                "broker.heartbeat.interval.ms=9000\nbroker.session.timeout.ms=9000",
+                "heartbeat interval",
+            ),
+        ] {
+            let error = load(text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+        let c = load("process.roles=controller,broker\nbroker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=300\nmetadata.log.dir=/m").unwrap();
+        assert_eq!(c.kraft.broker_session_timeout_ms, 3000);
+        assert_eq!(c.kraft.broker_heartbeat_interval_ms, 300);
+        assert_eq!(c.kraft.metadata_log_dir.as_deref(), Some("/m"));
+        assert_eq!(c.kraft.controller_listener, None);
     }
 
     #[test]

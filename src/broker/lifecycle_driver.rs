@@ -45,9 +45,17 @@ enum Input {
 pub struct LifecycleHandle {
     inputs: mpsc::Sender<Input>,
     status: Arc<Watched<LifecycleStatus>>,
+    muted: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LifecycleHandle {
+    /// A fault for the simulation: while muted the driver sends nothing, as if the broker
+    /// were cut off from every controller (it is fenced once its session expires).
+    pub fn set_muted(&self, muted: bool) {
+        self.muted
+            .store(muted, std::sync::atomic::Ordering::Release);
+    }
+
     pub fn status(&self) -> LifecycleStatus {
         self.status.get()
     }
@@ -94,7 +102,9 @@ pub fn start(
         epoch: None,
     }));
     let client_id = format!("broker-{}-lifecycle", config.registration.broker_id.0);
+    let muted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let driver = Driver {
+        muted: muted.clone(),
         core: Lifecycle::new(config),
         controllers,
         at: 0,
@@ -104,10 +114,19 @@ pub fn start(
         origin: time::now(),
     };
     let task = task::spawn(driver.run(queue));
-    (LifecycleHandle { inputs, status }, task)
+    (
+        LifecycleHandle {
+            inputs,
+            status,
+            muted,
+        },
+        task,
+    )
 }
 
 struct Driver {
+    /// See [`LifecycleHandle::set_muted`].
+    muted: Arc<std::sync::atomic::AtomicBool>,
     core: Lifecycle,
     controllers: Vec<String>,
     /// The controller asked next.
@@ -160,6 +179,16 @@ impl Driver {
     }
 
     async fn exchange(&mut self, outgoing: Outgoing) {
+        if self.muted.load(std::sync::atomic::Ordering::Acquire) {
+            // Cut off: the exchange fails as a lost connection would.
+            self.conn = None;
+            let now_ms = self.now_ms();
+            match outgoing {
+                Outgoing::Register(_) => self.core.on_registration(now_ms, Answer::Failed),
+                Outgoing::Heartbeat(_) => self.core.on_heartbeat(now_ms, Answer::Failed),
+            }
+            return;
+        }
         if self.conn.is_none() {
             let limits = ConnectionLimits {
                 request_timeout_ms: REQUEST_TIMEOUT_MS,

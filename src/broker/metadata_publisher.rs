@@ -24,18 +24,24 @@ use crate::broker::Broker;
 use crate::controller::image::{ConfigResource, MetadataImage};
 use crate::rt::watch::Watched;
 
+/// Told of each image once it is applied whole, with the offset it was published at (the
+/// simulation records what the image said of this node's leadership).
+pub type PublishObserver = Arc<dyn Fn(i64, &MetadataImage) + Send + Sync>;
+
 /// Applies images to one broker.
 pub struct MetadataPublisher {
     broker: Arc<Broker>,
     /// The offset of the last image applied whole (-1 before the first).
     applied: Arc<Watched<i64>>,
+    observer: Option<PublishObserver>,
 }
 
 impl MetadataPublisher {
-    pub fn new(broker: Arc<Broker>) -> MetadataPublisher {
+    pub fn new(broker: Arc<Broker>, observer: Option<PublishObserver>) -> MetadataPublisher {
         MetadataPublisher {
             broker,
             applied: Arc::new(Watched::new(-1)),
+            observer,
         }
     }
 
@@ -124,6 +130,8 @@ impl MetadataPublisher {
                 && image
                     .partition(&partition.topic, partition.index)
                     .is_some_and(|p| p.leader == node_id);
+            // The planted bug keeps what was once given.
+            let leads = leads || (broker.config.bugs.serve_after_fenced && partition.is_leading());
             changed += usize::from(partition.is_leading() != leads);
             leading += usize::from(leads);
             partition.set_leading(leads);
@@ -143,6 +151,9 @@ impl MetadataPublisher {
             "metadata images applied out of order"
         );
         self.applied.set(applied_offset);
+        if let Some(observer) = &self.observer {
+            observer(applied_offset, image);
+        }
         Ok(())
     }
 }

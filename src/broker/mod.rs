@@ -53,6 +53,8 @@ use crate::rt::time::{self, Duration};
 pub enum BrokerError {
     Config(String),
     Meta(String),
+    /// The metadata quorum, the controller or the broker's place with them.
+    Metadata(String),
     Topics(TopicError),
     Io {
         op: &'static str,
@@ -66,6 +68,7 @@ impl std::fmt::Display for BrokerError {
         match self {
             BrokerError::Config(why) => write!(f, "configuration: {why}"),
             BrokerError::Meta(why) => write!(f, "meta.properties: {why}"),
+            BrokerError::Metadata(why) => write!(f, "metadata: {why}"),
             BrokerError::Topics(e) => write!(f, "loading topics: {e}"),
             BrokerError::Io { op, path, source } => write!(f, "{op} {path}: {source}"),
         }

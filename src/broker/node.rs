@@ -29,7 +29,7 @@ use crate::broker::config::BrokerConfig;
 use crate::broker::controller_channel::ControllerChannel;
 use crate::broker::lifecycle::{BrokerState, LifecycleConfig};
 use crate::broker::lifecycle_driver::{self, LifecycleHandle};
-use crate::broker::metadata_publisher::MetadataPublisher;
+use crate::broker::metadata_publisher::{MetadataPublisher, PublishObserver};
 use crate::broker::{Broker, BrokerError};
 use crate::controller::core::{ControllerConfig, Reply, Request};
 use crate::controller::driver::{ControllerDriverError, ControllerHandle};
@@ -90,6 +90,26 @@ impl Node {
         clock: Clock,
         controller_listener: TcpListener,
     ) -> Result<Node, BrokerError> {
+        Node::start_observed(
+            config,
+            disk,
+            metadata_disk,
+            clock,
+            controller_listener,
+            None,
+        )
+        .await
+    }
+
+    /// [`Node::start`] with an observer of every image the broker applies.
+    pub async fn start_observed(
+        config: BrokerConfig,
+        disk: Disk,
+        metadata_disk: Disk,
+        clock: Clock,
+        controller_listener: TcpListener,
+        observer: Option<PublishObserver>,
+    ) -> Result<Node, BrokerError> {
         if !config.kraft.controller_role {
             return Err(BrokerError::Config(
                 "process.roles must include controller for now".into(),
@@ -101,6 +121,7 @@ impl Node {
             .map_err(|e| BrokerError::Config(format!("the controller listener: {e}")))?
             .to_string();
         let broker = Broker::open(config.clone(), disk, clock.clone()).await?;
+        broker.topics.take_leadership_from_metadata().await;
         let cluster_id = broker.cluster_id.clone();
         let raft_config = RaftConfig::DEFAULT;
         let node_config = NodeConfig {
@@ -123,7 +144,7 @@ impl Node {
             Some(apis),
         )
         .await
-        .map_err(|e| BrokerError::Meta(format!("the metadata quorum: {e}")))?;
+        .map_err(|e| BrokerError::Metadata(format!("the metadata quorum: {e}")))?;
         let registration = registration(&broker.config, &cluster_id);
         let mut controller_config =
             ControllerConfig::new(node_id, &cluster_id, crate::rt::rand::random_u64());
@@ -143,27 +164,40 @@ impl Node {
             policy,
             Some(forwarded),
         );
-        let active = controller
-            .handle
-            .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
-                p.active_epoch.is_some()
-            })
-            .await
+        // Every wait of the start gives up as soon as a part stops (an IO error of the
+        // metadata log ends the quorum's task): the caller restarts, as after any failure.
+        let mut parts = Parts {
+            raft_task: raft.task,
+            controller_task: controller.task,
+            broker: broker.clone(),
+        };
+        let active = parts
+            .unless_stopped(
+                "waiting for the controller",
+                controller
+                    .handle
+                    .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
+                        p.active_epoch.is_some()
+                    }),
+            )
+            .await?
             .map_err(|_| {
-                BrokerError::Meta(format!(
+                BrokerError::Metadata(format!(
                     "the controller did not become active within {ACTIVE_WAIT_MS_MAX} ms"
                 ))
             })?;
         let image = active.image.clone();
         if image.topics.is_empty() && image.configs.is_empty() && image.next_producer_id == 0 {
-            migrate(&broker, &controller.handle).await?;
+            parts
+                .unless_stopped("migrating", migrate(&broker, &controller.handle))
+                .await??;
         }
-        let publisher = MetadataPublisher::new(broker.clone());
+        let publisher = MetadataPublisher::new(broker.clone(), observer);
         let published = controller.handle.published();
         publisher
             .publish(&published.image, published.applied_offset)
             .await
-            .map_err(|e| BrokerError::Meta(format!("applying the metadata image: {e}")))?;
+            .map_err(|e| BrokerError::Metadata(format!("applying the metadata image: {e}")))?;
         let incarnation_id = registration.incarnation_id;
         let (lifecycle, lifecycle_task) = lifecycle_driver::start(
             LifecycleConfig {
@@ -189,14 +223,28 @@ impl Node {
             lifecycle.clone(),
             stop.clone(),
         ));
-        let unfenced = controller
-            .handle
-            .wait_for(Duration::from_millis(UNFENCE_WAIT_MS_MAX), |p| {
-                p.image.brokers.get(&node_id).is_some_and(|b| {
-                    b.incarnation_id == incarnation_id && !b.fenced && !b.in_controlled_shutdown
-                })
-            })
+        let unfenced = parts
+            .unless_stopped(
+                "waiting to be unfenced",
+                controller
+                    .handle
+                    .wait_for(Duration::from_millis(UNFENCE_WAIT_MS_MAX), |p| {
+                        p.image.brokers.get(&node_id).is_some_and(|b| {
+                            b.incarnation_id == incarnation_id
+                                && !b.fenced
+                                && !b.in_controlled_shutdown
+                        })
+                    }),
+            )
             .await;
+        let unfenced = match unfenced {
+            Ok(unfenced) => unfenced,
+            Err(e) => {
+                stop.set();
+                lifecycle.stop().await;
+                return Err(e);
+            }
+        };
         if let Ok(published) = &unfenced {
             // Serve once the partitions lead: the publisher has applied that image too.
             let offset = published.applied_offset;
@@ -218,8 +266,8 @@ impl Node {
             controller: controller.handle,
             lifecycle,
             controller_address,
-            raft_task: raft.task,
-            controller_task: controller.task,
+            raft_task: parts.raft_task,
+            controller_task: parts.controller_task,
             lifecycle_task,
             publisher_task,
             stop,
@@ -232,8 +280,8 @@ impl Node {
         tokio::select! {
             biased;
             _ = self.broker.health.failed() => "the log directory failed".to_string(),
-            result = &mut self.raft_task => format!("the metadata quorum stopped: {result:?}"),
-            result = &mut self.controller_task => format!("the controller stopped: {result:?}"),
+            result = &mut self.raft_task => format!("the metadata quorum stopped: {}", stopped(result)),
+            result = &mut self.controller_task => format!("the controller stopped: {}", stopped(result)),
         }
     }
 
@@ -259,6 +307,50 @@ impl Node {
         self.raft.shutdown().await;
         let _ = self.raft_task.await;
         self.broker.close().await
+    }
+}
+
+/// The tasks a start watches while it waits.
+struct Parts {
+    raft_task: JoinHandle<Result<(), raft_driver::DriverError>>,
+    controller_task: JoinHandle<Result<(), ControllerDriverError>>,
+    broker: Arc<Broker>,
+}
+
+impl Parts {
+    /// `wait`'s outcome, or an error naming `what` if the quorum, the controller or the
+    /// log directory stops first.
+    async fn unless_stopped<T>(
+        &mut self,
+        what: &str,
+        wait: impl std::future::Future<Output = T>,
+    ) -> Result<T, BrokerError> {
+        tokio::select! {
+            biased;
+            _ = self.broker.health.failed() => Err(BrokerError::Metadata(format!(
+                "{what}: the log directory failed"
+            ))),
+            result = &mut self.raft_task => Err(BrokerError::Metadata(format!(
+                "{what}: the metadata quorum stopped: {}",
+                stopped(result)
+            ))),
+            result = &mut self.controller_task => Err(BrokerError::Metadata(format!(
+                "{what}: the controller stopped: {}",
+                stopped(result)
+            ))),
+            value = wait => Ok(value),
+        }
+    }
+}
+
+/// How a part's task ended.
+fn stopped<E: std::fmt::Display>(
+    result: Result<Result<(), E>, crate::rt::task::JoinError>,
+) -> String {
+    match result {
+        Ok(Ok(())) => "it stopped".to_string(),
+        Ok(Err(e)) => e.to_string(),
+        Err(e) => format!("its task failed: {e}"),
     }
 }
 
@@ -322,7 +414,7 @@ async fn migrate(broker: &Broker, controller: &ControllerHandle) -> Result<(), B
     let node_id = broker.config.node_id;
     let records = directory
         .records(node_id)
-        .map_err(|e| BrokerError::Meta(e.to_string()))?;
+        .map_err(|e| BrokerError::Metadata(e.to_string()))?;
     let count = records.len();
     match controller.submit(Request::Migrate(records)).await {
         Ok(Reply::Migrate(Ok(()))) => {
@@ -334,11 +426,11 @@ async fn migrate(broker: &Broker, controller: &ControllerHandle) -> Result<(), B
             );
             Ok(())
         }
-        Ok(Reply::Migrate(Err(e))) => Err(BrokerError::Meta(format!(
+        Ok(Reply::Migrate(Err(e))) => Err(BrokerError::Metadata(format!(
             "migrating the data directory into the metadata log: {e}"
         ))),
         Ok(other) => panic!("a Migrate answered with {other:?}"),
-        Err(e) => Err(BrokerError::Meta(format!(
+        Err(e) => Err(BrokerError::Metadata(format!(
             "migrating the data directory: the controller stopped: {e:?}"
         ))),
     }

@@ -320,6 +320,9 @@ pub struct Topics {
     health: Arc<LogDirHealth>,
     /// The way to the controller, once the node runs one: changes go there.
     controller: std::sync::OnceLock<ControllerChannel>,
+    /// Set once the metadata publisher decides leadership: partitions opened from then on
+    /// start not leading, until the publisher has applied a whole image.
+    leadership_from_metadata: std::sync::atomic::AtomicBool,
 }
 
 impl Topics {
@@ -378,6 +381,13 @@ impl Topics {
             .await?;
             loaded.insert(name.to_string(), Arc::new(topic));
         }
+        // What was loaded is trusted from now on, so make it durable: a topic file renamed
+        // into place by a process that crashed before it synced the directory exists in the
+        // page cache but would vanish at the next power loss, taking the partitions the
+        // next start then treats as debris with it.
+        disk.sync_dir(&topics_dir)
+            .await
+            .map_err(io_error("sync", &topics_dir))?;
         // Remove partition directories of topics that do not exist (or partitions beyond a
         // topic's count): what an interrupted create or delete left behind.
         for entry in disk.list(dir).await.map_err(io_error("list", dir))? {
@@ -410,7 +420,36 @@ impl Topics {
             data_arrived,
             health,
             controller: std::sync::OnceLock::new(),
+            leadership_from_metadata: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// From now on the metadata publisher decides which partitions lead: every partition
+    /// stops leading until it says so, and partitions opened later start not leading (a
+    /// publisher that fails half-way through an image must not leave a new partition
+    /// serving that the image gives to nobody, or not yet to this broker).
+    pub async fn take_leadership_from_metadata(&self) {
+        self.leadership_from_metadata
+            .store(true, std::sync::atomic::Ordering::Release);
+        for partition in self.partitions().await {
+            partition.set_leading(false);
+        }
+    }
+
+    /// [`Topics::initial_leadership`] of a partition just opened.
+    fn opened(&self, partition: Arc<Partition>) -> Arc<Partition> {
+        self.initial_leadership(&partition);
+        partition
+    }
+
+    /// A partition just opened starts leading only without a publisher.
+    fn initial_leadership(&self, partition: &Partition) {
+        if self
+            .leadership_from_metadata
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
+            partition.set_leading(false);
+        }
     }
 
     /// From now on, changes go to the controller (see the module doc). Attached once.
@@ -696,17 +735,19 @@ impl Topics {
         let mut partitions = topic.partitions.clone();
         for index in current..count {
             partitions.push(
-                open_partition(
-                    &self.disk,
-                    &self.dir,
-                    (&broker, &topic.config),
-                    &self.clock,
-                    (&self.data_arrived, &self.health),
-                    name,
-                    topic.id,
-                    index,
-                )
-                .await?,
+                self.opened(
+                    open_partition(
+                        &self.disk,
+                        &self.dir,
+                        (&broker, &topic.config),
+                        &self.clock,
+                        (&self.data_arrived, &self.health),
+                        name,
+                        topic.id,
+                        index,
+                    )
+                    .await?,
+                ),
             );
         }
         self.disk
@@ -812,6 +853,9 @@ impl Topics {
             record.clone(),
         )
         .await?;
+        for partition in &topic.partitions {
+            self.initial_leadership(partition);
+        }
         self.disk
             .sync_dir(&self.dir)
             .await

@@ -467,6 +467,22 @@ fn cli_errors_exit_non_zero_naming_the_problem_with_nothing_on_stdout() {
         "--acks: '2' is not one of 0, 1, all",
     );
     samsa(&["frobnicate"], "").fails("an unknown command", 2, "unknown command 'frobnicate'");
+    // A server.properties must name the node (Kafka 4 requires node.id), and the KRaft
+    // settings are checked by name.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let file = dir.path().join("server.properties");
+    std::fs::write(&file, "log.dirs=./unused\n").expect("write the file");
+    samsa(&["broker", file.to_str().expect("utf-8")], "").fails(
+        "a file without node.id",
+        2,
+        "node.id is required",
+    );
+    std::fs::write(&file, "node.id=1\nprocess.roles=broker\n").expect("write the file");
+    samsa(&["broker", file.to_str().expect("utf-8")], "").fails(
+        "a broker without a controller",
+        2,
+        "process.roles",
+    );
     // Lines without the separator fail one by one; the others are produced.
     tool_in(
         &broker,

@@ -4,7 +4,9 @@
 //! and producer ids onto the metadata log (issue 14) is proven on a directory the old code
 //! wrote, not one the new code imagines: every topic keeps its id, partition count, config
 //! overrides and records, the dynamic broker config stays, committed group offsets are read
-//! back, and producer ids continue above the old ones.
+//! back, and producer ids continue above the old ones. The directory is opened as `samsa
+//! broker` opens it (`broker::node`): the first start migrates it into the metadata log of
+//! the node's quorum of one, and producer ids then come from the controller's blocks.
 //!
 //! `write_the_previous_release_fixture` (ignored) wrote the fixture with the release it
 //! describes; `EXPECTED` beside it lists what the directory holds.
@@ -233,6 +235,13 @@ async fn the_previous_release_data_directory_keeps_everything() {
                     .await
                     .unwrap_or_else(|| panic!("topic {name} is kept"));
                 assert_eq!(topic.id.to_base64(), id, "{name} keeps its id");
+                // It is the committed metadata that holds it now (migrated on first start).
+                let image = broker.node.controller.published().image;
+                let committed = image
+                    .topic(name)
+                    .unwrap_or_else(|| panic!("topic {name} is in the metadata log"));
+                assert_eq!(committed.id, topic.id);
+                assert_eq!(committed.partitions.len(), topic.partitions.len());
                 assert_eq!(topic.partitions.len().to_string(), partitions);
                 let (_, _, overrides, count) = TOPICS
                     .iter()

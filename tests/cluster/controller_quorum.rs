@@ -95,7 +95,7 @@ impl Quorum {
     async fn start(&mut self, id: i32) {
         let listener = match self.listeners.get_mut(&id).and_then(Option::take) {
             Some(listener) => listener,
-            None => TcpListener::bind(&self.voters[&id]).await.expect("rebind"),
+            None => crate::raft_quorum::rebind(&self.voters[&id]).await,
         };
         let config = NodeConfig {
             node_id: id,

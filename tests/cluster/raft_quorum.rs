@@ -79,7 +79,7 @@ impl Quorum {
     async fn start(&mut self, id: i32) {
         let listener = match self.listeners.get_mut(&id).and_then(Option::take) {
             Some(listener) => listener,
-            None => TcpListener::bind(&self.voters[&id]).await.expect("rebind"),
+            None => rebind(&self.voters[&id]).await,
         };
         let config = self.config(id);
         let disk = Disk::real(self.dirs[&id].path()).expect("disk");
@@ -475,4 +475,17 @@ async fn describe_quorum_answers_on_the_controller_listener() {
         epoch < 1_000,
         "neither request moved the follower's epoch: {epoch}"
     );
+}
+
+/// Binds a voter's address again after its replica stopped; another test's ephemeral bind
+/// may hold the port for a moment, so a few attempts (bounded).
+pub async fn rebind(address: &str) -> TcpListener {
+    const ATTEMPTS_MAX: u32 = 50;
+    for _ in 1..ATTEMPTS_MAX {
+        if let Ok(listener) = TcpListener::bind(address).await {
+            return listener;
+        }
+        samsa::rt::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    TcpListener::bind(address).await.expect("rebind")
 }

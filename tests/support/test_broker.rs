@@ -33,7 +33,7 @@ pub struct TestBroker {
     /// The broker's background work, when the test asked for it.
     background: Option<tokio::task::JoinHandle<()>>,
     pub broker: Arc<Broker>,
-    node: samsa::broker::node::Node,
+    pub node: samsa::broker::node::Node,
 }
 
 impl TestBroker {

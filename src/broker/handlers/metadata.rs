@@ -166,9 +166,16 @@ fn describe(broker: &Arc<Broker>, _version: i16, topic: &Topic) -> MetadataRespo
             .partitions
             .iter()
             .map(|p| MetadataResponsePartition {
-                error_code: 0,
+                // A partition this node does not lead now (fenced, shutting down) has no
+                // leader to name: clients retry after a refresh (Kafka's answer for a
+                // partition whose leader is offline).
+                error_code: if p.is_leading() {
+                    0
+                } else {
+                    ErrorCode::LEADER_NOT_AVAILABLE.code()
+                },
                 partition_index: p.index,
-                leader_id: NodeId(node_id),
+                leader_id: NodeId(if p.is_leading() { node_id } else { -1 }),
                 leader_epoch: LeaderEpoch(p.leader_epoch()),
                 replica_nodes: vec![NodeId(node_id)],
                 isr_nodes: vec![NodeId(node_id)],

@@ -155,6 +155,9 @@ struct State {
 #[derive(Clone, Debug)]
 pub struct MemDisk {
     state: Arc<Mutex<State>>,
+    /// Whether this handle (and the files opened through it) asks the injector at fault
+    /// points; crashes, power loss and random IO errors reach every handle alike.
+    fault_points: bool,
 }
 
 /// A file handle on a [`MemDisk`], valid until the next crash.
@@ -226,6 +229,17 @@ impl MemDisk {
                 stats: DiskStats::default(),
                 faults: None,
             })),
+            fault_points: true,
+        }
+    }
+
+    /// A handle on the same disk whose fault points never fire (the simulation aims its
+    /// event-timed faults at the partition logs; the metadata log beside them still meets
+    /// every crash, power loss and random IO error of the disk).
+    pub fn without_fault_points(&self) -> MemDisk {
+        MemDisk {
+            state: self.state.clone(),
+            fault_points: false,
         }
     }
 
@@ -264,12 +278,15 @@ impl MemDisk {
 
     /// Whether a fault injector is installed.
     pub fn has_fault_injector(&self) -> bool {
-        self.lock().faults.is_some()
+        self.fault_points && self.lock().faults.is_some()
     }
 
     /// Asks the injector, if any, what happens at `point`, and carries it out. The disk's lock
     /// is not held while the injector runs (it may crash this disk).
     pub(super) async fn fault(&self, point: FaultPoint) -> io::Result<()> {
+        if !self.fault_points {
+            return Ok(());
+        }
         let injector = { self.lock().faults.clone() };
         match injector {
             None => Ok(()),
