@@ -438,8 +438,10 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     recorder.clone(),
                     Arc::clone(&needs_restart),
                     Arc::clone(&stopped),
-                    retention_bug,
-                    blackout,
+                    node::NodePlanted {
+                        retention_deletes_one_segment_too_many: retention_bug,
+                        heartbeat_blackout: blackout,
+                    },
                 )
             })
             .build()

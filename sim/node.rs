@@ -40,6 +40,14 @@ pub struct HeartbeatBlackout {
     pub for_ms: u64,
 }
 
+/// What a run plants in the node: a deliberate bug, a fault only the node can make.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodePlanted {
+    /// Retention deletes one segment more than the topic config allows.
+    pub retention_deletes_one_segment_too_many: bool,
+    pub heartbeat_blackout: Option<HeartbeatBlackout>,
+}
+
 /// Shared between the node and the supervisor: set when the node needs a restart.
 pub type NeedsRestart = Arc<AtomicBool>;
 /// Set by the node once it has shut down cleanly after a shutdown signal.
@@ -52,9 +60,12 @@ pub async fn serve(
     recorder: Recorder,
     needs_restart: NeedsRestart,
     stopped: Stopped,
-    retention_deletes_one_segment_too_many: bool,
-    heartbeat_blackout: Option<HeartbeatBlackout>,
+    planted: NodePlanted,
 ) {
+    let NodePlanted {
+        retention_deletes_one_segment_too_many,
+        heartbeat_blackout,
+    } = planted;
     // The node as `samsa broker` runs it: a metadata quorum of one on the same disk, its
     // controller, and the broker registered with it (`broker::node`).
     let host = config

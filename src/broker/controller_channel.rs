@@ -271,7 +271,6 @@ impl ControllerChannel {
         let request = Request::AllocateProducerIds(AllocateProducerIdsRequest {
             broker_id: NodeId(self.node_id),
             broker_epoch,
-            ..Default::default()
         });
         match self.call(request).await? {
             Reply::AllocateProducerIds(result) => result.map_err(ChannelError::Refused),

@@ -26,8 +26,9 @@ use std::sync::Arc;
 use tokio::sync::{Notify, RwLock};
 
 use crate::broker::config::{BrokerConfig, TopicConfig};
-use crate::broker::controller_channel::ControllerChannel;
+use crate::broker::controller_channel::{ChannelError, ControllerChannel};
 use crate::broker::partition::{LogDirHealth, Partition};
+use crate::controller::core::ControllerError;
 use crate::log::{Log, LogError};
 use crate::protocol::wire::Uuid;
 use crate::rt::clock::Clock;
@@ -811,10 +812,14 @@ impl Topics {
     pub async fn create(&self, new: NewTopic) -> Result<Arc<Topic>, TopicError> {
         if let Some(channel) = self.controller.get() {
             validate_name(&new.name)?;
-            let id = channel
-                .create_topic(&new)
-                .await
-                .map_err(TopicError::Controller)?;
+            let id = channel.create_topic(&new).await.map_err(|e| match e {
+                // Another request created it first: the callers that race (auto-creation,
+                // the coordinator's `__consumer_offsets`) tell this case apart.
+                ChannelError::Refused(ControllerError::TopicAlreadyExists { name }) => {
+                    TopicError::AlreadyExists { name }
+                }
+                e => TopicError::Controller(e),
+            })?;
             return match self.get(&new.name).await {
                 Some(topic) if topic.id == id => Ok(topic),
                 // Deleted again (or replaced) between the commit and this look.

@@ -290,6 +290,26 @@ async fn metadata_auto_creates_only_when_allowed() {
         code(ErrorCode::UNKNOWN_TOPIC_OR_PARTITION)
     );
     broker.stop().await;
+
+    // The controller decides auto-creations too: a default replication factor above the
+    // one live broker is refused with Kafka's error, and nothing is created.
+    let dir = tempfile::tempdir().unwrap();
+    let broker = TestBroker::start(dir.path(), &[("default.replication.factor", "3")]).await;
+    let mut conn = broker.connect().await;
+    let refused: MetadataResponse = conn.call(12, &ask("auto", true)).await;
+    assert_eq!(
+        refused.topics[0].error_code,
+        code(ErrorCode::INVALID_REPLICATION_FACTOR)
+    );
+    assert!(broker.broker.topics.get("auto").await.is_none());
+    assert!(broker
+        .node
+        .controller
+        .published()
+        .image
+        .topic("auto")
+        .is_none());
+    broker.stop().await;
 }
 
 /// Kafka's topic operations without an authorizer: READ (3), WRITE, CREATE, DELETE, ALTER,

@@ -471,12 +471,14 @@ fn cli_errors_exit_non_zero_naming_the_problem_with_nothing_on_stdout() {
     // settings are checked by name.
     let dir = tempfile::tempdir().expect("a temporary directory");
     let file = dir.path().join("server.properties");
+    #[allow(clippy::disallowed_methods)] // a test's scratch file
     std::fs::write(&file, "log.dirs=./unused\n").expect("write the file");
     samsa(&["broker", file.to_str().expect("utf-8")], "").fails(
         "a file without node.id",
         2,
         "node.id is required",
     );
+    #[allow(clippy::disallowed_methods)] // a test's scratch file
     std::fs::write(&file, "node.id=1\nprocess.roles=broker\n").expect("write the file");
     samsa(&["broker", file.to_str().expect("utf-8")], "").fails(
         "a broker without a controller",

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use crate::broker::handlers::topic_error_code;
 use crate::broker::topics::{NewTopic, Topic, TopicError};
 use crate::broker::Broker;
 use crate::protocol::acl::{self, ResourceType};
@@ -136,6 +137,12 @@ async fn topic_by_name(
         Err(e @ (TopicError::InvalidName { .. } | TopicError::Collides { .. })) => {
             tracing::debug!(error = %e, "metadata request did not auto-create a topic");
             error(ErrorCode::INVALID_TOPIC_EXCEPTION, name)
+        }
+        // The controller refused it (a replication factor above the live brokers, a
+        // policy): its error, as Kafka answers a failed auto-creation.
+        Err(e @ TopicError::Controller(_)) => {
+            tracing::warn!(error = %e, "auto-creating a topic failed");
+            error(topic_error_code(&e), name)
         }
         Err(e) => {
             tracing::warn!(error = %e, "auto-creating a topic failed");
