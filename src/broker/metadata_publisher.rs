@@ -34,6 +34,10 @@ pub struct MetadataPublisher {
     /// The offset of the last image applied whole (-1 before the first).
     applied: Arc<Watched<i64>>,
     observer: Option<PublishObserver>,
+    /// The last image applied whole: a topic whose entry is the same `Arc` there and whose
+    /// overrides are equal was applied already and is skipped (images share unchanged
+    /// topics), so that a publish costs what changed, not every topic's lookups.
+    last: std::sync::Mutex<Option<Arc<MetadataImage>>>,
 }
 
 impl MetadataPublisher {
@@ -42,6 +46,7 @@ impl MetadataPublisher {
             broker,
             applied: Arc::new(Watched::new(-1)),
             observer,
+            last: std::sync::Mutex::new(None),
         }
     }
 
@@ -53,7 +58,11 @@ impl MetadataPublisher {
     /// Makes the node what `image` says; publishes `applied_offset` (the metadata log's
     /// offset the image reflects: at or past the image's last record) once all of it is in
     /// force.
-    pub async fn publish(&self, image: &MetadataImage, applied_offset: i64) -> Result<(), String> {
+    pub async fn publish(
+        &self,
+        image: &Arc<MetadataImage>,
+        applied_offset: i64,
+    ) -> Result<(), String> {
         assert!(
             applied_offset >= image.offset,
             "an image ahead of the offset it is published at"
@@ -61,7 +70,23 @@ impl MetadataPublisher {
         let broker = &self.broker;
         let node_id = broker.config.node_id;
         let topics = &broker.topics;
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
         for topic in image.topics.values() {
+            if let Some(last) = &last {
+                let unchanged = last
+                    .topics
+                    .get(&topic.id)
+                    .is_some_and(|before| Arc::ptr_eq(before, topic))
+                    && last.configs.get(&ConfigResource::topic(&topic.name))
+                        == image.configs.get(&ConfigResource::topic(&topic.name));
+                if unchanged {
+                    continue;
+                }
+            }
             let count = i32::try_from(topic.partitions.len())
                 .map_err(|_| format!("topic '{}' has too many partitions", topic.name))?;
             let overrides = image.configs_of(&ConfigResource::topic(&topic.name));
@@ -150,6 +175,10 @@ impl MetadataPublisher {
             applied_offset >= self.applied.get(),
             "metadata images applied out of order"
         );
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image.clone());
         self.applied.set(applied_offset);
         if let Some(observer) = &self.observer {
             observer(applied_offset, image);
