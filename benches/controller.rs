@@ -216,6 +216,37 @@ mod real {
         }
     }
 
+    /// `clients` create loops against `addr` for `seconds`; prints creations per second and
+    /// the latency's median and 99th percentile under `label`.
+    async fn measure(label: &str, addr: &str, clients: usize, seconds: u64) {
+        let names = Arc::new(AtomicU64::new(0));
+        let until = time::now() + Duration::from_secs(seconds);
+        let began = time::now();
+        let runs: Vec<_> = (0..clients)
+            .map(|c| {
+                task::spawn(create_loop(
+                    addr.to_string(),
+                    until,
+                    names.clone(),
+                    format!("t{c}"),
+                ))
+            })
+            .collect();
+        let mut latencies = Vec::new();
+        for run in runs {
+            latencies.extend(run.await.expect("a client"));
+        }
+        let elapsed = began.elapsed().as_secs_f64();
+        latencies.sort_unstable();
+        println!(
+            "topic_creations {label} clients={clients:>2}: {:>7.0} topics/s, latency p50 {:>6} us, p99 {:>6} us ({} topics)",
+            latencies.len() as f64 / elapsed,
+            percentile(&latencies, 0.5),
+            percentile(&latencies, 0.99),
+            latencies.len()
+        );
+    }
+
     /// CreateTopics through a broker node's client listener.
     async fn run_node(root: &Path, clients: usize, seconds: u64) {
         let pairs = vec![
@@ -243,32 +274,7 @@ mod real {
         .await
         .expect("a node");
         let serving = Serving::start(&node.broker, listener);
-        let names = Arc::new(AtomicU64::new(0));
-        let until = time::now() + Duration::from_secs(seconds);
-        let began = time::now();
-        let runs: Vec<_> = (0..clients)
-            .map(|c| {
-                task::spawn(create_loop(
-                    addr.to_string(),
-                    until,
-                    names.clone(),
-                    format!("t{c}"),
-                ))
-            })
-            .collect();
-        let mut latencies = Vec::new();
-        for run in runs {
-            latencies.extend(run.await.expect("a client"));
-        }
-        let elapsed = began.elapsed().as_secs_f64();
-        latencies.sort_unstable();
-        println!(
-            "topic_creations broker-node clients={clients:>2}: {:>7.0} topics/s, latency p50 {:>6} us, p99 {:>6} us ({} topics)",
-            latencies.len() as f64 / elapsed,
-            percentile(&latencies, 0.5),
-            percentile(&latencies, 0.99),
-            latencies.len()
-        );
+        measure("broker-node", &addr.to_string(), clients, seconds).await;
         serving.stop().await;
         node.shutdown().await.expect("a clean stop");
     }
@@ -277,32 +283,7 @@ mod real {
         let nodes = start_quorum(root, size).await;
         let addr = active(&nodes).await;
         let keeper = keep_broker(addr.clone()).await;
-        let names = Arc::new(AtomicU64::new(0));
-        let until = time::now() + Duration::from_secs(seconds);
-        let began = time::now();
-        let runs: Vec<_> = (0..clients)
-            .map(|c| {
-                task::spawn(create_loop(
-                    addr.clone(),
-                    until,
-                    names.clone(),
-                    format!("t{c}"),
-                ))
-            })
-            .collect();
-        let mut latencies = Vec::new();
-        for run in runs {
-            latencies.extend(run.await.expect("a client"));
-        }
-        let elapsed = began.elapsed().as_secs_f64();
-        latencies.sort_unstable();
-        println!(
-            "topic_creations voters={size} clients={clients:>2}: {:>7.0} topics/s, latency p50 {:>6} us, p99 {:>6} us ({} topics)",
-            latencies.len() as f64 / elapsed,
-            percentile(&latencies, 0.5),
-            percentile(&latencies, 0.99),
-            latencies.len()
-        );
+        measure(&format!("voters={size}"), &addr, clients, seconds).await;
         keeper.abort();
         for node in nodes.into_values() {
             node.controller.handle.shutdown().await;

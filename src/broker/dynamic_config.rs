@@ -287,22 +287,11 @@ impl DynamicConfigs {
         if validate_only || proposed == *layers {
             return Ok(());
         }
-        self.disk
-            .write_file_atomic(&self.path, proposed.encode().as_bytes())
-            .await
-            .map_err(|source| DynamicConfigError::Io {
-                op: "write",
-                path: self.path.clone(),
-                source,
-            })?;
-        tracing::info!(?proposed, "dynamic broker configs changed");
-        *layers = proposed;
-        topics.set_broker_config(Arc::new(config)).await;
+        self.install(&mut layers, proposed, config, topics).await?;
+        tracing::info!(layers = ?*layers, "dynamic broker configs changed");
         Ok(())
     }
-}
 
-impl DynamicConfigs {
     /// Puts the layers the committed metadata image holds in force (the publisher's part on
     /// a node with a controller): the file is rewritten, so the next start opens the topics
     /// with the configs last known, and the effective config goes to every topic. Layers
@@ -317,16 +306,29 @@ impl DynamicConfigs {
             return Ok(());
         }
         let config = effective(&self.static_config, &committed)?;
+        self.install(&mut layers, committed, config, topics).await?;
+        tracing::info!(layers = ?*layers, "dynamic broker configs applied from the metadata log");
+        Ok(())
+    }
+
+    /// Writes `new` to the file (the commit point), then makes it the layers and `config`
+    /// the effective config of every topic; `held` is the layers' lock, held throughout.
+    async fn install(
+        &self,
+        held: &mut Layers,
+        new: Layers,
+        config: BrokerConfig,
+        topics: &Topics,
+    ) -> Result<(), DynamicConfigError> {
         self.disk
-            .write_file_atomic(&self.path, committed.encode().as_bytes())
+            .write_file_atomic(&self.path, new.encode().as_bytes())
             .await
             .map_err(|source| DynamicConfigError::Io {
                 op: "write",
                 path: self.path.clone(),
                 source,
             })?;
-        tracing::info!(layers = ?committed, "dynamic broker configs applied from the metadata log");
-        *layers = committed;
+        *held = new;
         topics.set_broker_config(Arc::new(config)).await;
         Ok(())
     }

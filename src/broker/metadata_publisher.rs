@@ -4,12 +4,11 @@
 //! image's offset as applied (which the controller channel waits for and the lifecycle
 //! reports in its heartbeats).
 //!
-//! What it does per image, in this order: topics of the image that this node lacks are
-//! created with the image's id and partition count (a local topic of the same name but
-//! another id was deleted and re-created: it is removed first); topics that have fewer
-//! partitions here are grown; overrides that differ are replaced; local topics the image does
-//! not hold are deleted; the broker resource's configs (the cluster default `""` and this
-//! node's id) become the dynamic layers; each partition leads exactly when the image names
+//! What it does per image, in this order: local topics the image does not hold under their
+//! id are deleted (a topic deleted and created again has another id); topics of the image
+//! that this node lacks are created with the image's id and partition count; topics that
+//! have fewer partitions here are grown; overrides that differ are replaced; the broker
+//! resource's configs (the cluster default `""` and this node's id) become the dynamic layers; each partition leads exactly when the image names
 //! this node its leader and this node is registered and not fenced.
 //!
 //! Invariants: an image is applied whole before its offset is published as applied, and
@@ -75,6 +74,16 @@ impl MetadataPublisher {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone();
+        // Deletions first: a topic deleted and created again under the same name has
+        // another id, and its old partitions go before the new ones come.
+        for local in topics.list().await {
+            if image.topic_ids.get(&local.name) != Some(&local.id) {
+                topics
+                    .apply_delete(&local.name)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         for topic in image.topics.values() {
             if let Some(last) = &last {
                 let unchanged = last
@@ -90,16 +99,6 @@ impl MetadataPublisher {
             let count = i32::try_from(topic.partitions.len())
                 .map_err(|_| format!("topic '{}' has too many partitions", topic.name))?;
             let overrides = image.configs_of(&ConfigResource::topic(&topic.name));
-            let local = topics.get(&topic.name).await;
-            if let Some(local) = &local {
-                if local.id != topic.id {
-                    tracing::info!(topic = %topic.name, "the topic was re-created under another id: removing the old one");
-                    topics
-                        .apply_delete(&topic.name)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                }
-            }
             match topics.get(&topic.name).await {
                 None => {
                     let new = NewTopic {
@@ -125,14 +124,6 @@ impl MetadataPublisher {
                             .map_err(|e| e.to_string())?;
                     }
                 }
-            }
-        }
-        for local in topics.list().await {
-            if image.topic_ids.get(&local.name) != Some(&local.id) {
-                topics
-                    .apply_delete(&local.name)
-                    .await
-                    .map_err(|e| e.to_string())?;
             }
         }
         let layers = Layers {

@@ -72,8 +72,8 @@ pub struct Node {
     pub lifecycle: LifecycleHandle,
     /// Where the controller listener is bound.
     pub controller_address: String,
-    raft_task: JoinHandle<Result<(), raft_driver::DriverError>>,
-    controller_task: JoinHandle<Result<(), ControllerDriverError>>,
+    /// The quorum's and the controller's tasks, watched with the log directory.
+    parts: Parts,
     lifecycle_task: JoinHandle<()>,
     publisher_task: JoinHandle<()>,
     stop: Arc<Latch>,
@@ -266,8 +266,7 @@ impl Node {
             controller: controller.handle,
             lifecycle,
             controller_address,
-            raft_task: parts.raft_task,
-            controller_task: parts.controller_task,
+            parts,
             lifecycle_task,
             publisher_task,
             stop,
@@ -277,11 +276,13 @@ impl Node {
     /// Waits until a part of the node stops on its own (its log directory failed, the
     /// quorum or the controller stopped); what stopped.
     pub async fn failed(&mut self) -> String {
-        tokio::select! {
-            biased;
-            _ = self.broker.health.failed() => "the log directory failed".to_string(),
-            result = &mut self.raft_task => format!("the metadata quorum stopped: {}", stopped(result)),
-            result = &mut self.controller_task => format!("the controller stopped: {}", stopped(result)),
+        match self
+            .parts
+            .unless_stopped("running", std::future::pending::<()>())
+            .await
+        {
+            Err(e) => e.to_string(),
+            Ok(()) => unreachable!("a pending future completed"),
         }
     }
 
@@ -303,9 +304,9 @@ impl Node {
         self.stop.set();
         let _ = self.publisher_task.await;
         self.controller.shutdown().await;
-        let _ = self.controller_task.await;
+        let _ = self.parts.controller_task.await;
         self.raft.shutdown().await;
-        let _ = self.raft_task.await;
+        let _ = self.parts.raft_task.await;
         self.broker.close().await
     }
 }
@@ -383,31 +384,38 @@ fn registration(config: &BrokerConfig, cluster_id: &str) -> BrokerRegistrationRe
     }
 }
 
+/// What the broker opened from its data directory, as the migration reads it: its topics
+/// (ids, partition counts, overrides), its dynamic broker configs and the producer-id block's
+/// end (read before a controller is attached).
+pub async fn legacy_directory(broker: &Broker) -> LegacyDirectory {
+    let layers = broker.dynamic.layers().await;
+    let block_end = broker.producer_ids.block_end().await;
+    LegacyDirectory {
+        topics: broker
+            .topics
+            .list()
+            .await
+            .iter()
+            .map(|t| LegacyTopic {
+                name: t.name.clone(),
+                id: t.id,
+                partitions: t.partitions.len() as i32,
+                overrides: t.overrides.clone(),
+            })
+            .collect(),
+        cluster_default_configs: layers.cluster_default,
+        node_configs: layers.node,
+        producer_id_block_end: (block_end > 0).then_some(block_end),
+    }
+}
+
 /// Writes what the data directory holds into a metadata log that holds nothing yet: topics
 /// with their ids, partition counts and overrides, the dynamic broker configs, and the end of
 /// the producer-id block (so that ids handed out from the metadata log start above every id
 /// handed out before). Nothing to migrate (a new directory): nothing written.
 async fn migrate(broker: &Broker, controller: &ControllerHandle) -> Result<(), BrokerError> {
-    let topics: Vec<LegacyTopic> = broker
-        .topics
-        .list()
-        .await
-        .iter()
-        .map(|t| LegacyTopic {
-            name: t.name.clone(),
-            id: t.id,
-            partitions: t.partitions.len() as i32,
-            overrides: t.overrides.clone(),
-        })
-        .collect();
-    let layers = broker.dynamic.layers().await;
-    let block_end = broker.producer_ids.block_end().await;
-    let directory = LegacyDirectory {
-        topics,
-        cluster_default_configs: layers.cluster_default,
-        node_configs: layers.node,
-        producer_id_block_end: (block_end > 0).then_some(block_end),
-    };
+    let directory = legacy_directory(broker).await;
+    let block_end = directory.producer_id_block_end.unwrap_or(0);
     if directory == LegacyDirectory::default() {
         return Ok(());
     }

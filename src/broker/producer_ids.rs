@@ -148,7 +148,8 @@ impl ProducerIds {
         })
     }
 
-    /// The end of the last block reserved in the file (0 without one).
+    /// The end of the last block reserved: the file's (0 without one) until a controller is
+    /// attached, which is when the migration reads it.
     pub async fn block_end(&self) -> i64 {
         self.block.lock().await.end
     }
@@ -177,33 +178,37 @@ impl ProducerIds {
                 assert!(start >= 0, "a negative producer id block");
                 block.next = start;
                 block.end = start + i64::from(len);
-                let id = block.next;
-                block.next += 1;
-                return Ok(id);
+            } else {
+                self.reserve_in_file(&mut block).await?;
             }
-            let new_end = block
-                .end
-                .checked_add(BLOCK_SIZE)
-                .ok_or(ProducerIdError::Exhausted)?;
-            self.disk
-                .write_file_atomic(&self.path, &encode_block_end(new_end))
-                .await
-                .map_err(|source| ProducerIdError::Io {
-                    op: "write",
-                    path: self.path.clone(),
-                    source,
-                })?;
-            tracing::debug!(
-                start = block.end,
-                end = new_end,
-                "reserved a producer id block"
-            );
-            block.next = block.end;
-            block.end = new_end;
         }
         let id = block.next;
         block.next += 1;
         Ok(id)
+    }
+
+    /// The next block of the file: its new end written durably before any id of it is given.
+    async fn reserve_in_file(&self, block: &mut Block) -> Result<(), ProducerIdError> {
+        let new_end = block
+            .end
+            .checked_add(BLOCK_SIZE)
+            .ok_or(ProducerIdError::Exhausted)?;
+        self.disk
+            .write_file_atomic(&self.path, &encode_block_end(new_end))
+            .await
+            .map_err(|source| ProducerIdError::Io {
+                op: "write",
+                path: self.path.clone(),
+                source,
+            })?;
+        tracing::debug!(
+            start = block.end,
+            end = new_end,
+            "reserved a producer id block"
+        );
+        block.next = block.end;
+        block.end = new_end;
+        Ok(())
     }
 }
 

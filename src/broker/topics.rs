@@ -461,6 +461,15 @@ impl Topics {
         );
     }
 
+    /// The topic `name`, or UnknownTopic.
+    async fn existing(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
+        self.get(name)
+            .await
+            .ok_or_else(|| TopicError::UnknownTopic {
+                name: name.to_string(),
+            })
+    }
+
     /// The controller changes go to, if one is attached.
     pub fn controller(&self) -> Option<&ControllerChannel> {
         self.controller.get()
@@ -600,24 +609,14 @@ impl Topics {
         validate_only: bool,
     ) -> Result<Arc<Topic>, TopicError> {
         if let Some(channel) = self.controller.get() {
-            let current = self
-                .get(name)
-                .await
-                .ok_or_else(|| TopicError::UnknownTopic {
-                    name: name.to_string(),
-                })?;
+            let current = self.existing(name).await?;
             let overrides = change(&current.overrides);
             self.validate_overrides(name, &overrides)?;
             channel
                 .replace_topic_configs(name, &current.overrides, &overrides, validate_only)
                 .await
                 .map_err(TopicError::Controller)?;
-            return self
-                .get(name)
-                .await
-                .ok_or_else(|| TopicError::UnknownTopic {
-                    name: name.to_string(),
-                });
+            return self.existing(name).await;
         }
         self.apply_alter_overrides(name, change, validate_only)
             .await
@@ -685,12 +684,7 @@ impl Topics {
                 .create_partitions(name, count, validate_only)
                 .await
                 .map_err(TopicError::Controller)?;
-            return self
-                .get(name)
-                .await
-                .ok_or_else(|| TopicError::UnknownTopic {
-                    name: name.to_string(),
-                });
+            return self.existing(name).await;
         }
         self.apply_create_partitions(name, count, validate_only)
             .await
@@ -884,12 +878,7 @@ impl Topics {
             });
         }
         if let Some(channel) = self.controller.get() {
-            let topic = self
-                .get(name)
-                .await
-                .ok_or_else(|| TopicError::UnknownTopic {
-                    name: name.to_string(),
-                })?;
+            let topic = self.existing(name).await?;
             channel
                 .delete_topic(name)
                 .await

@@ -310,30 +310,16 @@ async fn the_previous_release_data_directory_keeps_everything() {
 #[tokio::test]
 async fn the_previous_release_directory_becomes_metadata_records() {
     use samsa::controller::image::{ConfigResource, MetadataImage};
-    use samsa::controller::migration::{LegacyDirectory, LegacyTopic};
+    use samsa::controller::migration::LegacyDirectory;
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixture_dir(), dir.path());
     let old_block_end = decode_block_end(&read(&dir.path().join(PRODUCER_ID_BLOCK_FILE)))
         .expect("the fixture's producer-id-block reads");
     let broker = TestBroker::start(dir.path(), SETTINGS).await;
-    let layers = broker.broker.dynamic.layers().await;
     let legacy = LegacyDirectory {
-        topics: broker
-            .broker
-            .topics
-            .list()
-            .await
-            .iter()
-            .map(|t| LegacyTopic {
-                name: t.name.clone(),
-                id: t.id,
-                partitions: t.partitions.len() as i32,
-                overrides: t.overrides.clone(),
-            })
-            .collect(),
-        cluster_default_configs: layers.cluster_default.clone(),
-        node_configs: layers.node.clone(),
+        // The block's end as the old file says, not as the node reads it now.
         producer_id_block_end: Some(old_block_end),
+        ..samsa::broker::node::legacy_directory(&broker.broker).await
     };
     let records = legacy.records(1).expect("the fixture migrates");
     let mut image = MetadataImage::empty();
