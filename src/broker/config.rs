@@ -1411,24 +1411,16 @@ impl BrokerConfig {
                 .map_err(|reason| s.invalid("controller.quorum.voters", reason))?;
             k.quorum_voters = voters;
         }
-        if !k.quorum_voters.is_empty() {
-            if !k.quorum_voters.contains_key(&node_id) {
-                return Err(ConfigError::Conflict {
-                    keys: "node.id, controller.quorum.voters".into(),
-                    reason: format!(
-                        "node {} is not among the voters {:?}",
-                        node_id,
-                        k.quorum_voters.keys().collect::<Vec<_>>()
-                    ),
-                });
-            }
-            if k.quorum_voters.len() > 1 {
-                return Err(s.invalid(
-                    "controller.quorum.voters",
-                    "may name only this node for now (a broker node in a quorum of several \
-                     comes with step 10; `samsa controller` runs voters of a larger quorum)",
-                ));
-            }
+        // Several voters: each a combined node (step 10), this one among them.
+        if !k.quorum_voters.is_empty() && !k.quorum_voters.contains_key(&node_id) {
+            return Err(ConfigError::Conflict {
+                keys: "node.id, controller.quorum.voters".into(),
+                reason: format!(
+                    "node {} is not among the voters {:?}",
+                    node_id,
+                    k.quorum_voters.keys().collect::<Vec<_>>()
+                ),
+            });
         }
         k.bootstrap_servers_without_voters =
             k.quorum_voters.is_empty() && s.get("controller.quorum.bootstrap.servers").is_some();
@@ -2228,8 +2220,8 @@ mod tests {
                 "not among the voters",
             ),
             (
-                "controller.quorum.voters=1@h:9093,2@h:9094",
-                "controller.quorum.voters",
+                "controller.quorum.voters=2@h:9093,3@h:9094",
+                "not among the voters",
             ),
             ("controller.quorum.voters=1@h", "controller.quorum.voters"),
             (

@@ -5,10 +5,11 @@
 //! broker's metadata publisher has applied the image the controller had committed when it
 //! answered, so that a client which creates a topic and then produces to it finds it here.
 //!
-//! On a combined node (`process.roles=broker,controller`, the default and, until step 10,
-//! the only one) the channel hands requests to the node's own controller, in process; this is
-//! the "controller APIs directly" forwarding documented in `controller::handlers` without the
-//! network hop.
+//! On a combined node (`process.roles=broker,controller`) whose controller is the active one
+//! (always, in a quorum of one) the channel hands requests to it in process; otherwise it
+//! sends the controller's APIs directly to the quorum's leader over its controller listener
+//! ([`super::forwarding`]), then waits until this broker applied the metadata log up to the
+//! leader's high watermark after the answer.
 //!
 //! Invariants: every wait is bounded (`ACTIVE_WAIT_MS_MAX`, `APPLIED_WAIT_MS_MAX`); a
 //! refusal keeps the controller's typed error, which becomes a Kafka error code only at the
@@ -17,13 +18,27 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::broker::forwarding::{answer, Answer, Forwarder};
 use crate::broker::lifecycle_driver::LifecycleHandle;
 use crate::broker::topics::NewTopic;
 use crate::controller::core::{ConfigOp, ControllerError, NewPartitions, Reply, Request, TopicRef};
 use crate::controller::driver::ControllerHandle;
 use crate::controller::image::ConfigResource;
-use crate::protocol::allocate_producer_ids::AllocateProducerIdsRequest;
+use crate::protocol::allocate_producer_ids::{
+    AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+};
+use crate::protocol::create_partitions::{
+    CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
+};
+use crate::protocol::create_topics::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
+};
+use crate::protocol::delete_topics::{DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
 use crate::protocol::error::ErrorCode;
+use crate::protocol::incremental_alter_configs::{
+    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
 use crate::protocol::types::NodeId;
 use crate::protocol::wire::Uuid;
 use crate::rt::time::Duration;
@@ -34,6 +49,38 @@ use crate::rt::watch::Watched;
 pub const ACTIVE_WAIT_MS_MAX: u64 = 10_000;
 /// The longest an answered request waits for this broker to apply what was committed.
 pub const APPLIED_WAIT_MS_MAX: u64 = 10_000;
+
+/// The timeout a forwarded admin request carries (Kafka's CreateTopics default).
+const FORWARDED_TIMEOUT_MS: i32 = 30_000;
+const CREATE_TOPICS: i16 = 19;
+const DELETE_TOPICS: i16 = 20;
+const CREATE_PARTITIONS: i16 = 37;
+const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+const ALLOCATE_PRODUCER_IDS: i16 = 67;
+/// IncrementalAlterConfigs' operations.
+const CONFIG_OP_SET: i8 = 0;
+const CONFIG_OP_DELETE: i8 = 1;
+
+/// An answer without the one result asked for.
+fn empty_answer<T>(api: &str) -> Answer<T> {
+    Answer::Failed(ChannelError::Remote {
+        code: ErrorCode::UNKNOWN_SERVER_ERROR,
+        message: Some(format!("the controller's {api} answer holds no result")),
+    })
+}
+
+/// A remote TOPIC_ALREADY_EXISTS as the controller's own refusal (callers tell a topic
+/// created concurrently apart).
+fn already_exists(e: ChannelError, name: &str) -> ChannelError {
+    match e {
+        ChannelError::Remote { code, .. } if code == ErrorCode::TOPIC_ALREADY_EXISTS => {
+            ChannelError::Refused(ControllerError::TopicAlreadyExists {
+                name: name.to_string(),
+            })
+        }
+        e => e,
+    }
+}
 
 /// Why a change did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +93,13 @@ pub enum ChannelError {
     NotApplied { offset: i64, waited_ms: u64 },
     /// The broker is not registered yet (no broker epoch to present).
     NotRegistered,
+    /// The active controller (another node's) refused it with `code`.
+    Remote {
+        code: ErrorCode,
+        message: Option<String>,
+    },
+    /// No active controller answered within the forwarder's tries.
+    Unreachable { attempts: u32, last: String },
 }
 
 impl std::fmt::Display for ChannelError {
@@ -60,6 +114,14 @@ impl std::fmt::Display for ChannelError {
             ChannelError::NotRegistered => {
                 write!(f, "this broker is not registered with the controller yet")
             }
+            ChannelError::Remote { code, message } => match message {
+                Some(message) => write!(f, "the active controller answered {code}: {message}"),
+                None => write!(f, "the active controller answered {code}"),
+            },
+            ChannelError::Unreachable { attempts, last } => write!(
+                f,
+                "no active controller answered in {attempts} tries (last: {last})"
+            ),
         }
     }
 }
@@ -74,6 +136,8 @@ impl ChannelError {
             ChannelError::Stopped => ErrorCode::NOT_CONTROLLER,
             ChannelError::NotApplied { .. } => ErrorCode::REQUEST_TIMED_OUT,
             ChannelError::NotRegistered => ErrorCode::COORDINATOR_NOT_AVAILABLE,
+            ChannelError::Remote { code, .. } => *code,
+            ChannelError::Unreachable { .. } => ErrorCode::NOT_CONTROLLER,
         }
     }
 }
@@ -86,6 +150,8 @@ pub struct ControllerChannel {
     applied: Arc<Watched<i64>>,
     lifecycle: LifecycleHandle,
     node_id: i32,
+    /// The way to another node's controller; None in a quorum of one.
+    forwarder: Option<Arc<Forwarder>>,
 }
 
 impl std::fmt::Debug for ControllerChannel {
@@ -103,13 +169,56 @@ impl ControllerChannel {
         applied: Arc<Watched<i64>>,
         lifecycle: LifecycleHandle,
         node_id: i32,
+        forwarder: Option<Forwarder>,
     ) -> ControllerChannel {
         ControllerChannel {
             controller,
             applied,
             lifecycle,
             node_id,
+            forwarder: forwarder.map(Arc::new),
         }
+    }
+
+    /// The forwarder, when this node's controller is not the active one (a quorum of one
+    /// has none: its controller becomes active at once).
+    async fn remote(&self) -> Option<&Forwarder> {
+        let forwarder = self.forwarder.as_deref()?;
+        // Active here: in process. Another node leads the quorum: forward at once. This node
+        // just won an election: wait for its controller to catch up and become active.
+        let mut waited_ms = 0;
+        loop {
+            if self.controller.published().active_epoch.is_some() {
+                return None;
+            }
+            if forwarder.leader_elsewhere() || waited_ms >= ACTIVE_WAIT_MS_MAX {
+                return Some(forwarder);
+            }
+            crate::rt::time::sleep(Duration::from_millis(
+                super::forwarding::FORWARD_RETRY_BACKOFF_MS,
+            ))
+            .await;
+            waited_ms += super::forwarding::FORWARD_RETRY_BACKOFF_MS;
+        }
+    }
+
+    /// After a forwarded request: waits until this broker applied everything below the
+    /// active controller's high watermark (`None`: it did not say; nothing to wait for).
+    async fn applied_through(&self, high_watermark: Option<i64>) -> Result<(), ChannelError> {
+        let Some(high_watermark) = high_watermark else {
+            return Ok(());
+        };
+        let last = high_watermark - 1;
+        self.applied
+            .wait_for(Duration::from_millis(APPLIED_WAIT_MS_MAX), |applied| {
+                *applied >= last
+            })
+            .await
+            .map(|_| ())
+            .map_err(|_| ChannelError::NotApplied {
+                offset: last,
+                waited_ms: APPLIED_WAIT_MS_MAX,
+            })
     }
 
     /// Sends `request`, then waits until this broker applied what the controller had
@@ -143,6 +252,37 @@ impl ControllerChannel {
 
     /// Creates a topic; its id.
     pub async fn create_topic(&self, new: &NewTopic) -> Result<Uuid, ChannelError> {
+        if let Some(forwarder) = self.remote().await {
+            let request = CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: new.name.clone(),
+                    num_partitions: new.partitions.unwrap_or(-1),
+                    replication_factor: new.replication_factor.unwrap_or(-1),
+                    assignments: Vec::new(),
+                    configs: new
+                        .overrides
+                        .iter()
+                        .map(|(k, v)| CreatableTopicConfig {
+                            name: k.clone(),
+                            value: Some(v.clone()),
+                        })
+                        .collect(),
+                }],
+                timeout_ms: FORWARDED_TIMEOUT_MS,
+                validate_only: false,
+            };
+            let (id, hw) = forwarder
+                .forward(CREATE_TOPICS, &request, |r: CreateTopicsResponse| {
+                    match r.topics.into_iter().next() {
+                        Some(t) => answer(t.error_code, t.error_message, || t.topic_id),
+                        None => empty_answer("CreateTopics"),
+                    }
+                })
+                .await
+                .map_err(|e| already_exists(e, &new.name))?;
+            self.applied_through(hw).await?;
+            return Ok(id);
+        }
         let request = Request::CreateTopics {
             topics: vec![crate::controller::core::NewTopic {
                 name: new.name.clone(),
@@ -170,6 +310,25 @@ impl ControllerChannel {
 
     /// Deletes a topic by name.
     pub async fn delete_topic(&self, name: &str) -> Result<(), ChannelError> {
+        if let Some(forwarder) = self.remote().await {
+            let request = DeleteTopicsRequest {
+                topics: vec![DeleteTopicState {
+                    name: Some(name.to_string()),
+                    topic_id: Uuid::ZERO,
+                }],
+                topic_names: vec![name.to_string()],
+                timeout_ms: FORWARDED_TIMEOUT_MS,
+            };
+            let ((), hw) = forwarder
+                .forward(DELETE_TOPICS, &request, |r: DeleteTopicsResponse| {
+                    match r.responses.into_iter().next() {
+                        Some(t) => answer(t.error_code, t.error_message, || ()),
+                        None => empty_answer("DeleteTopics"),
+                    }
+                })
+                .await?;
+            return self.applied_through(hw).await;
+        }
         let request = Request::DeleteTopics(vec![TopicRef::Name(name.to_string())]);
         match self.call(request).await? {
             Reply::DeleteTopics(mut results) if results.len() == 1 => {
@@ -187,6 +346,28 @@ impl ControllerChannel {
         count: i32,
         validate_only: bool,
     ) -> Result<(), ChannelError> {
+        if let Some(forwarder) = self.remote().await {
+            let request = CreatePartitionsRequest {
+                topics: vec![CreatePartitionsTopic {
+                    name: name.to_string(),
+                    count,
+                    assignments: None,
+                }],
+                timeout_ms: FORWARDED_TIMEOUT_MS,
+                validate_only,
+            };
+            let ((), hw) = forwarder
+                .forward(
+                    CREATE_PARTITIONS,
+                    &request,
+                    |r: CreatePartitionsResponse| match r.results.into_iter().next() {
+                        Some(t) => answer(t.error_code, t.error_message, || ()),
+                        None => empty_answer("CreatePartitions"),
+                    },
+                )
+                .await?;
+            return self.applied_through(hw).await;
+        }
         let request = Request::CreatePartitions {
             topics: vec![NewPartitions {
                 name: name.to_string(),
@@ -250,6 +431,42 @@ impl ControllerChannel {
         if ops.is_empty() && !validate_only {
             return Ok(());
         }
+        if let Some(forwarder) = self.remote().await {
+            let request = IncrementalAlterConfigsRequest {
+                resources: vec![AlterConfigsResource {
+                    resource_type: resource.resource_type,
+                    resource_name: resource.name.clone(),
+                    configs: ops
+                        .iter()
+                        .map(|op| match op {
+                            ConfigOp::Set(k, v) => AlterableConfig {
+                                name: k.clone(),
+                                config_operation: CONFIG_OP_SET,
+                                value: Some(v.clone()),
+                            },
+                            ConfigOp::Delete(k) => AlterableConfig {
+                                name: k.clone(),
+                                config_operation: CONFIG_OP_DELETE,
+                                value: None,
+                            },
+                            other => unreachable!("a replacement is sets and deletes: {other:?}"),
+                        })
+                        .collect(),
+                }],
+                validate_only,
+            };
+            let ((), hw) = forwarder
+                .forward(
+                    INCREMENTAL_ALTER_CONFIGS,
+                    &request,
+                    |r: IncrementalAlterConfigsResponse| match r.responses.into_iter().next() {
+                        Some(t) => answer(t.error_code, t.error_message, || ()),
+                        None => empty_answer("IncrementalAlterConfigs"),
+                    },
+                )
+                .await?;
+            return self.applied_through(hw).await;
+        }
         let request = Request::AlterConfigs {
             changes: vec![(resource, ops)],
             validate_only,
@@ -268,10 +485,26 @@ impl ControllerChannel {
         let Some(broker_epoch) = self.lifecycle.status().epoch else {
             return Err(ChannelError::NotRegistered);
         };
-        let request = Request::AllocateProducerIds(AllocateProducerIdsRequest {
+        let wire = AllocateProducerIdsRequest {
             broker_id: NodeId(self.node_id),
             broker_epoch,
-        });
+        };
+        if let Some(forwarder) = self.remote().await {
+            // A block needs no image: nothing to wait for after it.
+            let (block, _) = forwarder
+                .forward(
+                    ALLOCATE_PRODUCER_IDS,
+                    &wire,
+                    |r: AllocateProducerIdsResponse| {
+                        answer(r.error_code, None, || {
+                            (r.producer_id_start, r.producer_id_len)
+                        })
+                    },
+                )
+                .await?;
+            return Ok(block);
+        }
+        let request = Request::AllocateProducerIds(wire);
         match self.call(request).await? {
             Reply::AllocateProducerIds(result) => result.map_err(ChannelError::Refused),
             other => panic!("an AllocateProducerIds answered with {other:?}"),

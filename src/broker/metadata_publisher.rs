@@ -170,6 +170,7 @@ impl MetadataPublisher {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image.clone());
+        broker.set_image(image.clone());
         self.applied.set(applied_offset);
         if let Some(observer) = &self.observer {
             observer(applied_offset, image);

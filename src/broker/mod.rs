@@ -13,11 +13,13 @@
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
+pub mod cluster_view;
 pub mod config;
 pub mod meta;
 // @admin
 pub mod dynamic_config;
 pub mod fetch_session;
+pub mod forwarding;
 // @core
 pub mod controller_channel;
 pub mod handlers;
@@ -99,6 +101,9 @@ pub struct Broker {
     pub disk: Disk,
     /// The group coordinator of the `__consumer_offsets` partitions this node leads.
     pub coordinator: GroupCoordinator,
+    /// The metadata image the publisher applied last (None before the first, and in a
+    /// broker without a controller): whom Metadata and FindCoordinator name as leaders.
+    image: std::sync::RwLock<Option<Arc<crate::controller::image::MetadataImage>>>,
     /// Held while the broker lives: no second process opens the same log directory.
     _lock: DirLock,
     /// A deliberate bug for the simulation's checker test: retention deletes one segment
@@ -272,10 +277,27 @@ impl Broker {
             producer_ids,
             disk,
             coordinator,
+            image: std::sync::RwLock::new(None),
             _lock: lock,
             #[cfg(feature = "sim")]
             retention_deletes_one_segment_too_many: std::sync::atomic::AtomicBool::new(false),
         }))
+    }
+
+    /// The metadata image applied last, if any.
+    pub fn image(&self) -> Option<Arc<crate::controller::image::MetadataImage>> {
+        self.image
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Called by the metadata publisher once `image` is applied whole.
+    pub fn set_image(&self, image: Arc<crate::controller::image::MetadataImage>) {
+        *self
+            .image
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image);
     }
 
     /// Background work until `shutdown`: maintenance ([`Broker::run_maintenance`]) and the

@@ -120,13 +120,26 @@ impl Node {
             .local_addr()
             .map_err(|e| BrokerError::Config(format!("the controller listener: {e}")))?
             .to_string();
+        // Several voters: each a combined node at its `controller.quorum.voters` address (this
+        // one's listener bound there). Otherwise a quorum of one at the bound listener.
+        let voters: std::collections::BTreeMap<i32, String> =
+            if config.kraft.quorum_voters.len() > 1 {
+                config.kraft.quorum_voters.clone()
+            } else {
+                [(node_id, controller_address.clone())].into()
+            };
+        let quorum_of_one = voters.len() == 1;
+        let metadata_log_existed = metadata_disk
+            .exists(crate::raft::store::METADATA_PARTITION_DIR)
+            .await
+            .map_err(|e| BrokerError::Metadata(format!("looking for the metadata log: {e}")))?;
         let broker = Broker::open(config.clone(), disk, clock.clone()).await?;
         broker.topics.take_leadership_from_metadata().await;
         let cluster_id = broker.cluster_id.clone();
         let raft_config = RaftConfig::DEFAULT;
         let node_config = NodeConfig {
             node_id,
-            voters: [(node_id, controller_address.clone())].into(),
+            voters: voters.clone(),
             metadata_log_dir: String::new(),
             segment_bytes: METADATA_LOG_SEGMENT_BYTES_DEFAULT,
             raft: raft_config,
@@ -171,26 +184,49 @@ impl Node {
             controller_task: controller.task,
             broker: broker.clone(),
         };
-        let active = parts
-            .unless_stopped(
-                "waiting for the controller",
-                controller
-                    .handle
-                    .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
-                        p.active_epoch.is_some()
-                    }),
-            )
-            .await?
-            .map_err(|_| {
-                BrokerError::Metadata(format!(
-                    "the controller did not become active within {ACTIVE_WAIT_MS_MAX} ms"
-                ))
-            })?;
-        let image = active.image.clone();
-        if image.topics.is_empty() && image.configs.is_empty() && image.next_producer_id == 0 {
+        let image = if quorum_of_one {
+            let active = parts
+                .unless_stopped(
+                    "waiting for the controller",
+                    controller
+                        .handle
+                        .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
+                            p.active_epoch.is_some()
+                        }),
+                )
+                .await?
+                .map_err(|_| {
+                    BrokerError::Metadata(format!(
+                        "the controller did not become active within {ACTIVE_WAIT_MS_MAX} ms"
+                    ))
+                })?;
+            active.image.clone()
+        } else {
+            // A voter of several: wait until the quorum has a leader and this node's
+            // controller applied everything committed, so that the first image published
+            // is not an old one (whose missing topics would be deleted here).
             parts
-                .unless_stopped("migrating", migrate(&broker, &controller.handle))
-                .await??;
+                .unless_stopped(
+                    "catching up with the metadata log",
+                    caught_up(&raft.handle, &controller.handle),
+                )
+                .await??
+        };
+        if image.topics.is_empty() && image.configs.is_empty() && image.next_producer_id == 0 {
+            if quorum_of_one {
+                parts
+                    .unless_stopped("migrating", migrate(&broker, &controller.handle))
+                    .await??;
+            } else if !metadata_log_existed && !broker.topics.list().await.is_empty() {
+                // The previous release's single-node directory: its topics are not in the
+                // cluster's log, and applying the image would delete them.
+                return Err(BrokerError::Metadata(format!(
+                    "the data directory holds topics of a single-node broker but this node \
+                     joins a quorum of {} voters: start it alone first (as a quorum of one it \
+                     migrates them into its metadata log), or give it an empty directory",
+                    voters.len()
+                )));
+            }
         }
         let publisher = MetadataPublisher::new(broker.clone(), observer);
         let published = controller.handle.published();
@@ -205,13 +241,20 @@ impl Node {
                 heartbeat_interval_ms: config.kraft.broker_heartbeat_interval_ms,
                 retry_backoff_ms: LIFECYCLE_RETRY_BACKOFF_MS,
             },
-            vec![controller_address.clone()],
+            voters.values().cloned().collect(),
         );
         let channel = ControllerChannel::new(
             controller.handle.clone(),
             publisher.applied(),
             lifecycle.clone(),
             node_id,
+            (!quorum_of_one).then(|| {
+                crate::broker::forwarding::Forwarder::new(
+                    node_id,
+                    raft.handle.clone(),
+                    voters.clone(),
+                )
+            }),
         );
         broker.topics.attach_controller(channel.clone());
         broker.producer_ids.attach_controller(channel).await;
@@ -259,7 +302,7 @@ impl Node {
                 "not unfenced within {UNFENCE_WAIT_MS_MAX} ms; serving anyway (partitions refuse until it is)"
             );
         }
-        tracing::info!(node_id, controller = %controller_address, "node started: a metadata quorum of one");
+        tracing::info!(node_id, controller = %controller_address, voters = voters.len(), "node started");
         Ok(Node {
             broker,
             raft: raft.handle,
@@ -308,6 +351,40 @@ impl Node {
         self.raft.shutdown().await;
         let _ = self.parts.raft_task.await;
         self.broker.close().await
+    }
+}
+
+/// The longest a voter of several waits to catch up with the metadata log at its start.
+pub const CATCH_UP_WAIT_MS_MAX: u64 = 60_000;
+/// How often the catch-up looks again.
+const CATCH_UP_POLL_MS: u64 = 50;
+
+/// Waits until the quorum has a leader and `controller` applied everything below the high
+/// watermark this replica knows (at least one record: a new leader's first); the image then.
+async fn caught_up(
+    raft: &RaftHandle,
+    controller: &ControllerHandle,
+) -> Result<Arc<crate::controller::image::MetadataImage>, BrokerError> {
+    let mut waited_ms = 0;
+    loop {
+        let status = raft.status();
+        let published = controller.published();
+        if status.leader_id.is_some()
+            && status.high_watermark > 0
+            && published.applied_offset >= status.high_watermark - 1
+        {
+            return Ok(published.image);
+        }
+        if waited_ms >= CATCH_UP_WAIT_MS_MAX {
+            return Err(BrokerError::Metadata(format!(
+                "not caught up with the metadata log within {CATCH_UP_WAIT_MS_MAX} ms \
+                 (leader {:?}, high watermark {}, applied {}; every voter must be running and \
+                 its meta.properties carry the same cluster.id: `samsa storage format`)",
+                status.leader_id, status.high_watermark, published.applied_offset
+            )));
+        }
+        crate::rt::time::sleep(Duration::from_millis(CATCH_UP_POLL_MS)).await;
+        waited_ms += CATCH_UP_POLL_MS;
     }
 }
 

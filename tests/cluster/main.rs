@@ -13,6 +13,7 @@
 #[path = "../support/controller_requests.rs"]
 mod controller_requests;
 
+mod broker_cluster;
 mod controller_process;
 mod controller_quorum;
 mod raft_quorum;

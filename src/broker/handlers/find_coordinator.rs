@@ -1,5 +1,7 @@
 //! FindCoordinator (key 10): names the node that coordinates a group (key type 0): the
-//! leader of the group's `__consumer_offsets` partition, which on a single node is this node.
+//! leader of the group's `__consumer_offsets` partition in the metadata image
+//! (`broker::cluster_view`); COORDINATOR_NOT_AVAILABLE while that partition has no reachable
+//! leader.
 //! The first question creates `__consumer_offsets` (once `offsets.topic.replication.factor`
 //! brokers are alive; COORDINATOR_NOT_AVAILABLE until then, which clients retry).
 //! Transaction coordinators (key type 1) do not exist yet: COORDINATOR_NOT_AVAILABLE.
@@ -7,7 +9,10 @@
 
 use std::sync::Arc;
 
+use crate::broker::cluster_view::{self, BrokerEndpoint};
 use crate::broker::Broker;
+use crate::coordinator::driver::OFFSETS_TOPIC;
+use crate::coordinator::records::partition_for;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::find_coordinator::{
     Coordinator, FindCoordinatorRequest, FindCoordinatorResponse,
@@ -47,21 +52,23 @@ pub async fn handle(
                 format!("unknown coordinator key type {other}"),
             )),
         };
-        let coordinator = match (outcome, broker.config.advertised_listeners.first()) {
-            (Ok(()), Some(endpoint)) => Coordinator {
-                key,
-                node_id: NodeId(broker.config.node_id),
-                host: endpoint.host.clone(),
-                port: i32::from(endpoint.port),
-                error_code: 0,
-                error_message: None,
+        let coordinator = match outcome {
+            Ok(()) => match group_coordinator(broker, &key).await {
+                Some(endpoint) => Coordinator {
+                    key,
+                    node_id: NodeId(endpoint.id),
+                    host: endpoint.host,
+                    port: i32::from(endpoint.port),
+                    error_code: 0,
+                    error_message: None,
+                },
+                None => not_found(
+                    key,
+                    ErrorCode::COORDINATOR_NOT_AVAILABLE,
+                    "the group's __consumer_offsets partition has no leader".to_string(),
+                ),
             },
-            (Ok(()), None) => not_found(
-                key,
-                ErrorCode::COORDINATOR_NOT_AVAILABLE,
-                "no advertised listener".to_string(),
-            ),
-            (Err((code, why)), _) => not_found(key, code, why),
+            Err((code, why)) => not_found(key, code, why),
         };
         found.push(coordinator);
     }
@@ -80,6 +87,21 @@ pub async fn handle(
         port: c.port,
         ..Default::default()
     }
+}
+
+/// The broker that leads `group`'s partition of `__consumer_offsets`, if it is reachable.
+async fn group_coordinator(broker: &Broker, group: &str) -> Option<BrokerEndpoint> {
+    let topic = broker.topics.get(OFFSETS_TOPIC).await?;
+    let count = i32::try_from(topic.partitions.len()).ok()?;
+    if count == 0 {
+        return None;
+    }
+    let index = partition_for(group, count);
+    let leader = cluster_view::partition(broker, OFFSETS_TOPIC, index)?.leader;
+    if leader < 0 {
+        return None;
+    }
+    cluster_view::endpoint(broker, leader)
 }
 
 fn not_found(key: String, code: ErrorCode, why: String) -> Coordinator {

@@ -2,7 +2,9 @@
 //!
 //! A topic asked for by name that does not exist is created when both the broker
 //! (`auto.create.topics.enable`) and the request (`allow_auto_topic_creation`, v4+) allow it.
-//! On a single node this node leads every partition and is its whole in-sync replica set.
+//! Brokers and each partition's leader, replicas and ISR come from the metadata image this
+//! broker applied last (`broker::cluster_view`); a partition whose leader is fenced or gone,
+//! or that this node leads in the image but does not serve yet, is LEADER_NOT_AVAILABLE.
 //!
 //! Authorized operations (v8+, KIP-430): when the request asks, every topic answered by name
 //! (existing or not) and, at v8-10, the cluster carry every operation their resource supports,
@@ -11,6 +13,7 @@
 
 use std::sync::Arc;
 
+use crate::broker::cluster_view;
 use crate::broker::handlers::topic_error_code;
 use crate::broker::topics::{NewTopic, Topic, TopicError};
 use crate::broker::Broker;
@@ -53,17 +56,14 @@ pub async fn handle(
         }
     }
     MetadataResponse {
-        brokers: broker
-            .config
-            .advertised_listeners
-            .first()
-            .map(|endpoint| MetadataResponseBroker {
-                node_id: NodeId(node_id),
-                host: endpoint.host.clone(),
-                port: i32::from(endpoint.port),
-                rack: None,
-            })
+        brokers: cluster_view::live_brokers(broker)
             .into_iter()
+            .map(|b| MetadataResponseBroker {
+                node_id: NodeId(b.id),
+                host: b.host,
+                port: i32::from(b.port),
+                rack: b.rack,
+            })
             .collect(),
         cluster_id: Some(broker.cluster_id.clone()),
         controller_id: NodeId(node_id),
@@ -172,21 +172,36 @@ fn describe(broker: &Arc<Broker>, _version: i16, topic: &Topic) -> MetadataRespo
         partitions: topic
             .partitions
             .iter()
-            .map(|p| MetadataResponsePartition {
-                // A partition this node does not lead now (fenced, shutting down) has no
-                // leader to name: clients retry after a refresh (Kafka's answer for a
-                // partition whose leader is offline).
-                error_code: if p.is_leading() {
-                    0
-                } else {
-                    ErrorCode::LEADER_NOT_AVAILABLE.code()
-                },
-                partition_index: p.index,
-                leader_id: NodeId(if p.is_leading() { node_id } else { -1 }),
-                leader_epoch: LeaderEpoch(p.leader_epoch()),
-                replica_nodes: vec![NodeId(node_id)],
-                isr_nodes: vec![NodeId(node_id)],
-                offline_replicas: Vec::new(),
+            .map(|p| {
+                let mut view = cluster_view::partition(broker, &topic.name, p.index).unwrap_or(
+                    cluster_view::PartitionView {
+                        leader: -1,
+                        leader_epoch: p.leader_epoch(),
+                        replicas: Vec::new(),
+                        isr: Vec::new(),
+                        offline: Vec::new(),
+                    },
+                );
+                // Named its leader but not serving (fenced, shutting down, not yet applied):
+                // no leader to name, clients retry after a refresh.
+                if view.leader == node_id && !p.is_leading() {
+                    view.leader = -1;
+                }
+                MetadataResponsePartition {
+                    error_code: if view.leader >= 0 {
+                        0
+                    } else {
+                        ErrorCode::LEADER_NOT_AVAILABLE.code()
+                    },
+                    partition_index: p.index,
+                    leader_id: NodeId(view.leader),
+                    // The epoch this node's log writes (leader epochs follow the image from
+                    // step 11 on, when a leader change can move a partition's data).
+                    leader_epoch: LeaderEpoch(p.leader_epoch()),
+                    replica_nodes: view.replicas.into_iter().map(NodeId).collect(),
+                    isr_nodes: view.isr.into_iter().map(NodeId).collect(),
+                    offline_replicas: view.offline.into_iter().map(NodeId).collect(),
+                }
             })
             .collect(),
         ..Default::default()
