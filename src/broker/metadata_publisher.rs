@@ -21,6 +21,7 @@ use crate::broker::dynamic_config::Layers;
 use crate::broker::topics::NewTopic;
 use crate::broker::Broker;
 use crate::controller::image::{ConfigResource, MetadataImage};
+use crate::coordinator::driver::OFFSETS_TOPIC;
 use crate::rt::watch::Watched;
 
 /// Told of each image once it is applied whole, with the offset it was published at (the
@@ -37,6 +38,8 @@ pub struct MetadataPublisher {
     /// overrides are equal was applied already and is skipped (images share unchanged
     /// topics), so that a publish costs what changed, not every topic's lookups.
     last: std::sync::Mutex<Option<Arc<MetadataImage>>>,
+    /// Set once the coordinator was told to load `__consumer_offsets`.
+    coordinator_loading: std::sync::atomic::AtomicBool,
 }
 
 impl MetadataPublisher {
@@ -46,6 +49,7 @@ impl MetadataPublisher {
             applied: Arc::new(Watched::new(-1)),
             observer,
             last: std::sync::Mutex::new(None),
+            coordinator_loading: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -171,6 +175,19 @@ impl MetadataPublisher {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image.clone());
         broker.set_image(image.clone());
+        // `__consumer_offsets` created through another broker: this broker's coordinator
+        // loads its partitions here too (once; a load already done returns at once), in the
+        // background, as at a start.
+        if image.topic(OFFSETS_TOPIC).is_some()
+            && !self
+                .coordinator_loading
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+        {
+            let owner = broker.clone();
+            crate::rt::task::spawn(async move {
+                owner.coordinator.load(&owner.topics).await;
+            });
+        }
         self.applied.set(applied_offset);
         if let Some(observer) = &self.observer {
             observer(applied_offset, image);
