@@ -177,8 +177,11 @@ impl MetadataPublisher {
         broker.set_image(image.clone());
         // `__consumer_offsets` created through another broker: this broker's coordinator
         // loads its partitions here too (once; a load already done returns at once), in the
-        // background, as at a start.
-        if image.topic(OFFSETS_TOPIC).is_some()
+        // background, as at a start. Only once this broker is registered and unfenced: before
+        // that it leads none of them, every read of the load fails and the shards would stay
+        // unloaded (NOT_COORDINATOR) after a restart.
+        if registered
+            && image.topic(OFFSETS_TOPIC).is_some()
             && !self
                 .coordinator_loading
                 .swap(true, std::sync::atomic::Ordering::AcqRel)
