@@ -34,6 +34,7 @@ use crate::protocol::create_topics::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, CreateTopicsResponse,
 };
 use crate::protocol::delete_topics::{DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+use crate::protocol::describe_quorum::{DescribeQuorumRequest, DescribeQuorumResponse};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
@@ -56,6 +57,7 @@ const CREATE_TOPICS: i16 = 19;
 const DELETE_TOPICS: i16 = 20;
 const CREATE_PARTITIONS: i16 = 37;
 const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
+const DESCRIBE_QUORUM: i16 = 55;
 const ALLOCATE_PRODUCER_IDS: i16 = 67;
 /// IncrementalAlterConfigs' operations.
 const CONFIG_OP_SET: i8 = 0;
@@ -150,8 +152,12 @@ pub struct ControllerChannel {
     applied: Arc<Watched<i64>>,
     lifecycle: LifecycleHandle,
     node_id: i32,
-    /// The way to another node's controller; None in a quorum of one.
-    forwarder: Option<Arc<Forwarder>>,
+    /// The way to the quorum leader's controller listener: for the controller APIs when
+    /// `forwards` (several voters), and for DescribeQuorum always.
+    forwarder: Arc<Forwarder>,
+    /// Whether requests go to another node's controller when this one is not active
+    /// (false in a quorum of one: its controller becomes active at once).
+    forwards: bool,
 }
 
 impl std::fmt::Debug for ControllerChannel {
@@ -169,21 +175,53 @@ impl ControllerChannel {
         applied: Arc<Watched<i64>>,
         lifecycle: LifecycleHandle,
         node_id: i32,
-        forwarder: Option<Forwarder>,
+        forwarder: Forwarder,
+        forwards: bool,
     ) -> ControllerChannel {
         ControllerChannel {
             controller,
             applied,
             lifecycle,
             node_id,
-            forwarder: forwarder.map(Arc::new),
+            forwarder: Arc::new(forwarder),
+            forwards,
         }
+    }
+
+    /// DescribeQuorum for a client of this broker (`samsa metadata-quorum
+    /// --bootstrap-server`): Kafka's brokers forward it to the active controller, and so
+    /// does this one, to the quorum leader's controller listener; the answer is the
+    /// leader's. A controller that no longer leads (NOT_LEADER_OR_FOLLOWER) is passed over
+    /// for the new leader, within the forwarder's tries.
+    pub async fn describe_quorum(
+        &self,
+        request: &DescribeQuorumRequest,
+    ) -> Result<DescribeQuorumResponse, ChannelError> {
+        let (response, _) = self
+            .forwarder
+            .forward(DESCRIBE_QUORUM, request, |r: DescribeQuorumResponse| {
+                let moved = r
+                    .topics
+                    .iter()
+                    .flat_map(|t| &t.partitions)
+                    .any(|p| p.error_code == ErrorCode::NOT_LEADER_OR_FOLLOWER.0);
+                if moved {
+                    Answer::NotController
+                } else {
+                    Answer::Done(r)
+                }
+            })
+            .await?;
+        Ok(response)
     }
 
     /// The forwarder, when this node's controller is not the active one (a quorum of one
     /// has none: its controller becomes active at once).
     async fn remote(&self) -> Option<&Forwarder> {
-        let forwarder = self.forwarder.as_deref()?;
+        if !self.forwards {
+            return None;
+        }
+        let forwarder = self.forwarder.as_ref();
         // Active here: in process. Another node leads the quorum: forward at once. This node
         // just won an election: wait for its controller to catch up and become active.
         let mut waited_ms = 0;

@@ -1,12 +1,14 @@
 //! One `samsa broker` node with `process.roles=broker,controller` (the embedded default): a
-//! metadata quorum of which this node is the only voter, the controller above it, and the
+//! metadata quorum of which this node is the only voter (or one voter of those
+//! `controller.quorum.voters` names, every one a combined node), the controller above it, and the
 //! broker, which registers with that controller, heartbeats, and makes its topics, configs
 //! and partition leadership what the committed metadata image says
 //! ([`MetadataPublisher`]). A cluster of several nodes (step 10) runs the same parts.
 //!
 //! Start, in order: open the broker's data (topics, dynamic configs, producer-id block);
 //! start the quorum on the controller listener and the controller above it; wait until the
-//! controller is active; on a metadata log that holds nothing yet, migrate what the data
+//! controller is active (a voter of several: until the quorum has a leader and this node's
+//! controller applied everything committed); on a metadata log that holds nothing yet, migrate what the data
 //! directory holds (the previous release's single-node format: `controller::migration`);
 //! apply the committed image once; attach the controller channel (from then on every change
 //! goes through the controller); start the lifecycle (BrokerRegistration, BrokerHeartbeat
@@ -248,13 +250,8 @@ impl Node {
             publisher.applied(),
             lifecycle.clone(),
             node_id,
-            (!quorum_of_one).then(|| {
-                crate::broker::forwarding::Forwarder::new(
-                    node_id,
-                    raft.handle.clone(),
-                    voters.clone(),
-                )
-            }),
+            crate::broker::forwarding::Forwarder::new(node_id, raft.handle.clone(), voters.clone()),
+            !quorum_of_one,
         );
         broker.topics.attach_controller(channel.clone());
         broker.producer_ids.attach_controller(channel).await;

@@ -461,6 +461,11 @@ impl Topics {
         );
     }
 
+    /// The way to the controller, once attached (a broker opened without one has none).
+    pub fn controller_channel(&self) -> Option<&ControllerChannel> {
+        self.controller.get()
+    }
+
     /// The topic `name`, or UnknownTopic.
     async fn existing(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
         self.get(name)

@@ -10,6 +10,7 @@ pub mod consume_group;
 pub mod controller;
 pub mod format;
 pub mod groups;
+pub mod metadata_quorum;
 pub mod perf;
 pub mod perf_clean;
 pub mod perf_commit;
@@ -30,6 +31,8 @@ commands:
   produce --topic T [options]               write stdin lines as records
   consume --topic T [--group G] [options]   print records (as a group member with --group)
   groups list|describe|delete|reset-offsets|delete-offsets   administer consumer groups
+  metadata-quorum --bootstrap-server|--bootstrap-controller H:P describe --status|--replication
+                                            the KRaft quorum (kafka-metadata-quorum.sh)
   version                                   print the version";
 
 /// Runs the command line `args` (without the program name).
@@ -43,6 +46,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("produce") => produce::main(&args[1..]),
         Some("consume") => consume::main(&args[1..]),
         Some("groups") => groups::main(&args[1..]),
+        Some("metadata-quorum") => metadata_quorum::main(&args[1..]),
         Some("version" | "--version" | "-V") => {
             println!("samsa {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -197,6 +197,37 @@ async fn three_combined_nodes_spread_serve_and_forward() {
         }
     }
 
+    // `samsa metadata-quorum --bootstrap-server`: every broker forwards DescribeQuorum to
+    // the active controller and answers what it knows: the same leader, the three voters.
+    for n in &nodes {
+        let args: Vec<String> = ["--bootstrap-server", &n.address, "describe", "--status"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        let parsed = samsa::cli::metadata_quorum::parse_args(&args).expect("arguments");
+        let text = samsa::cli::metadata_quorum::execute(&parsed)
+            .await
+            .expect("describe --status through a broker");
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:")))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_else(|| panic!("no {name} in {text}"))
+        };
+        assert_eq!(
+            field("LeaderId"),
+            active[0].to_string(),
+            "through node {}",
+            n.id
+        );
+        assert_eq!(field("ClusterId"), n.node.broker.cluster_id, "{text}");
+        let voters = field("CurrentVoters");
+        for id in 1..=NODES {
+            assert!(voters.contains(&format!("\"id\": {id}")), "{voters}");
+        }
+        assert!(field("HighWatermark").parse::<i64>().expect("a number") > 0);
+    }
+
     // Config changes and deletion through another standby reach every node.
     let other = nodes
         .iter()
@@ -232,7 +263,8 @@ async fn three_combined_nodes_spread_serve_and_forward() {
     let mut c = client(&nodes[2].address);
     let coordinator = c.find_coordinator("a-group").await.expect("a coordinator");
     let index = samsa::coordinator::records::partition_for("a-group", 6);
-    let offsets_leader = nodes[0]
+    // The node asked applied the creation of `__consumer_offsets` before it answered.
+    let offsets_leader = nodes[2]
         .node
         .broker
         .image()

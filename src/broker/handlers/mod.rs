@@ -27,6 +27,7 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
+pub mod describe_quorum;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -260,6 +261,10 @@ pub static HANDLERS: &[Handler] = {
         answered!(describe_cluster::DescribeClusterRequest, |b, v, req| ready(
             self::describe_cluster::handle(b, v, req)
         )),
+        answered!(
+            describe_quorum::DescribeQuorumRequest,
+            self::describe_quorum::handle
+        ),
         // @groups: each starts its step on the group's shard and answers when the shard does.
         Handler::of::<join_group::JoinGroupRequest>(|broker, peer, request| {
             let caller = Caller {
