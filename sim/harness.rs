@@ -173,7 +173,7 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    fn new() -> Recorder {
+    pub fn new() -> Recorder {
         Recorder {
             history: Arc::new(Mutex::new(History::new())),
             start: time::now(),
@@ -190,7 +190,7 @@ impl Recorder {
         ));
     }
 
-    fn now_ns(&self) -> u64 {
+    pub fn now_ns(&self) -> u64 {
         u64::try_from(time::now().duration_since(self.start).as_nanos()).unwrap_or(u64::MAX)
     }
 
@@ -225,7 +225,7 @@ impl Recorder {
         self.lock().node(now, process, event);
     }
 
-    fn take(&self) -> History {
+    pub fn take(&self) -> History {
         std::mem::take(&mut *self.lock())
     }
 }
@@ -353,7 +353,7 @@ fn keying(options: &Options) -> workload::Keying {
 }
 
 /// The settings the broker opens the workload's partition log with, for the offline read.
-fn partition_log_config(broker: &BrokerConfig) -> LogConfig {
+pub fn partition_log_config(broker: &BrokerConfig) -> LogConfig {
     // The broker's own read path: no CRC check on read; the offline reader verifies what it
     // is served, as the workload's clients do.
     TopicConfig::broker_defaults(broker).to_log_config(broker)
@@ -368,20 +368,27 @@ fn partition_log_config(broker: &BrokerConfig) -> LogConfig {
 /// per-thread generator is seeded from a global counter, which is why `rt::latch` replaces
 /// `tokio::sync::watch`.)
 #[allow(clippy::disallowed_methods)] // a fresh OS thread per simulation, outside any simulation
-pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
-    if std::env::var_os("SAMSA_LOG").is_some() {
-        samsa::cli::init_tool_logging();
-    }
-    let options = options.clone();
+/// Runs the simulation `simulate` makes on a madsim runtime seeded with `seed`, on a thread
+/// of its own (`{name}-{seed}`), and returns what it returned; a panic in it is re-raised.
+/// A run lasts seconds of simulated time; one that goes on past `time_limit_s` is stuck
+/// (madsim panics with the seed in the message).
+pub fn on_seed_thread<T, F>(
+    name: &str,
+    seed: u64,
+    time_limit_s: u64,
+    simulate: impl FnOnce() -> F + Send + 'static,
+) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + 'static,
+{
     let outcome = std::thread::Builder::new()
-        .name(format!("sim-seed-{seed}"))
+        .name(format!("{name}-{seed}"))
         .spawn(move || {
             let mut runtime =
                 madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-            // A run lasts about 10 simulated seconds; one that goes on far longer is stuck
-            // (madsim panics with the seed in the message).
-            runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
-            runtime.block_on(simulate(seed, options))
+            runtime.set_time_limit(std::time::Duration::from_secs(time_limit_s));
+            runtime.block_on(simulate())
         })
         .map(|thread| thread.join());
     match outcome {
@@ -389,6 +396,16 @@ pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(e) => panic!("seed {seed}: cannot start its simulation thread: {e}"),
     }
+}
+
+pub fn run_seed(seed: u64, options: &Options) -> SeedOutcome {
+    if std::env::var_os("SAMSA_LOG").is_some() {
+        samsa::cli::init_tool_logging();
+    }
+    let options = options.clone();
+    on_seed_thread("sim-seed", seed, SIMULATED_SECONDS_MAX, move || {
+        simulate(seed, options)
+    })
 }
 
 async fn simulate(seed: u64, options: Options) -> SeedOutcome {
@@ -464,6 +481,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
         let client = Workload {
             process,
             bootstrap: SocketAddr::new(NODE_IP, NODE_PORT).to_string(),
+            partition: 0,
             recorder: recorder.clone(),
             stop: Arc::clone(&stop),
             rng: SmallRng::seed_from_u64(rng.gen()),
@@ -1035,7 +1053,7 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
 
 /// Recovers the log from the crashed disk and reads every record, noting where (if anywhere)
 /// corruption was detected.
-async fn read_offline(
+pub async fn read_offline(
     disk: &MemDisk,
     dir: &str,
     config: &LogConfig,

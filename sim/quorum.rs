@@ -481,20 +481,9 @@ fn draw(rng: &mut SmallRng) -> Fault {
 
 /// Runs one seed in a fresh runtime.
 pub fn run_quorum_seed(seed: u64, options: QuorumOptions) -> QuorumOutcome {
-    let outcome = std::thread::Builder::new()
-        .name(format!("quorum-seed-{seed}"))
-        .spawn(move || {
-            let mut runtime =
-                madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-            runtime.set_time_limit(std::time::Duration::from_secs(SIMULATED_SECONDS_MAX));
-            runtime.block_on(simulate(options))
-        })
-        .map(|thread| thread.join());
-    match outcome {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(e) => panic!("seed {seed}: cannot start its simulation thread: {e}"),
-    }
+    crate::harness::on_seed_thread("quorum-seed", seed, SIMULATED_SECONDS_MAX, move || {
+        simulate(options)
+    })
 }
 
 struct Voter {

@@ -56,7 +56,10 @@ struct ProducerIdentity {
 
 pub struct Workload {
     pub process: u32,
+    /// The brokers to bootstrap from, comma-separated.
     pub bootstrap: String,
+    /// The partition of [`TOPIC`] this process writes and reads (0 on the single node).
+    pub partition: i32,
     pub recorder: Recorder,
     pub stop: Arc<AtomicBool>,
     pub rng: SmallRng,
@@ -168,7 +171,7 @@ impl Workload {
             .recorder
             .invoke(u64::from(self.process), Op::Append { values });
         let outcome = match client
-            .produce(TOPIC, 0, batch, -1, REQUEST_TIMEOUT_MS as i32)
+            .produce(TOPIC, self.partition, batch, -1, REQUEST_TIMEOUT_MS as i32)
             .await
         {
             Ok(ack) => Outcome::Appended {
@@ -194,7 +197,7 @@ impl Workload {
     ) {
         let identity = match *producer {
             Some(identity) => identity,
-            None => match init_producer_id(client).await {
+            None => match init_producer_id(client, self.partition).await {
                 Ok(identity) => identity,
                 Err(e) => {
                     self.recorder.note(
@@ -225,7 +228,13 @@ impl Workload {
                 time::sleep(Duration::from_millis(IDEMPOTENT_RETRY_BACKOFF_MS)).await;
             }
             match client
-                .produce(TOPIC, 0, batch.clone(), -1, REQUEST_TIMEOUT_MS as i32)
+                .produce(
+                    TOPIC,
+                    self.partition,
+                    batch.clone(),
+                    -1,
+                    REQUEST_TIMEOUT_MS as i32,
+                )
                 .await
             {
                 Ok(ack) => {
@@ -287,7 +296,7 @@ impl Workload {
             partition_max_bytes: self.rng.gen_range(1..=READ_BYTES_MAX),
             isolation_level: 0,
         };
-        let fetched = client.fetch(TOPIC, 0, from, options).await;
+        let fetched = client.fetch(TOPIC, self.partition, from, options).await;
         if let Ok(f) = &fetched {
             self.recorder
                 .observe_start(op, f.log_start_offset, f.high_watermark);
@@ -327,11 +336,11 @@ impl Workload {
     }
 }
 
-/// A workload client of the node at `bootstrap`: the simulation's timeouts, no retries
-/// (each history operation is one attempt), topics auto-created.
+/// A workload client of the brokers at `bootstrap` (comma-separated): the simulation's
+/// timeouts, no retries (each history operation is one attempt), topics auto-created.
 pub fn new_client(bootstrap: &str, client_id: &str) -> Client {
     Client::new(ClientConfig {
-        bootstrap: vec![bootstrap.to_string()],
+        bootstrap: bootstrap.split(',').map(str::to_string).collect(),
         client_id: client_id.to_string(),
         request_timeout_ms: REQUEST_TIMEOUT_MS,
         connect_timeout_ms: CONNECT_TIMEOUT_MS,
@@ -372,8 +381,11 @@ pub fn build_batch(
 }
 
 /// Asks the partition's leader for a new idempotent producer id (epoch 0, sequence 0).
-async fn init_producer_id(client: &mut Client) -> Result<ProducerIdentity, String> {
-    let leader = client.leader(TOPIC, 0).await.map_err(|e| e.to_string())?;
+async fn init_producer_id(client: &mut Client, partition: i32) -> Result<ProducerIdentity, String> {
+    let leader = client
+        .leader(TOPIC, partition)
+        .await
+        .map_err(|e| e.to_string())?;
     let connection = client
         .broker_connection(leader)
         .await

@@ -1,0 +1,780 @@
+//! The sharded cluster under madsim (issues 14 and 15): three combined nodes
+//! (`process.roles=broker,controller`, the real `samsa::broker::node`), each one voter of the
+//! metadata quorum and one broker, each on its own simulated disk and address. The workload's
+//! topic (`sim`, `PARTITIONS` partitions, auto-created through whichever broker a client
+//! reaches first) is spread over the three brokers, one replica per partition. One producing
+//! and reading process per partition (Samsa's Rust client, routed to each partition's leader
+//! by Metadata) and an admin process that creates and deletes topics through every broker in
+//! turn run while the nemesis:
+//! - kills a node (process crash or power loss of its disk) and restarts it;
+//! - cuts a node off from the other two (it stays reachable from the clients): its controller
+//!   loses the quorum, its broker is fenced once its session expires;
+//! - mutes a broker's heartbeats while it still replicates the metadata log, so that it learns
+//!   it is fenced from its own applied image (where a broker that keeps serving is caught);
+//! - clogs the clients' link to a node.
+//!
+//! The checkers, per partition (each partition is one history of its own): the data checkers
+//! of `samsa_spec::check` against an offline read of the partition's directory on its one
+//! replica's disk, with that node's opens and applied images (ImageApplied: whether it leads
+//! the partition) in the partition's history, so served-while-not-leader judges the node the
+//! data lives on. Under sync-before-ack nothing acknowledged may be lost, whatever the crash.
+//! The admin checker: a topic whose creation was acknowledged by any broker exists in the
+//! final image unless a deletion of it was attempted; a topic whose deletion was acknowledged
+//! does not (names are never reused). Liveness: after healing every partition accepts an
+//! append, and every broker answered admin requests.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, KraftSettings};
+use samsa::broker::metadata_publisher::PublishObserver;
+use samsa::broker::node::Node;
+use samsa::broker::server::Serving;
+use samsa::client::connection::{Connection, ConnectionLimits};
+use samsa::controller::image::MetadataImage;
+use samsa::log::FlushPolicy;
+use samsa::protocol::create_topics::{CreatableTopic, CreateTopicsRequest, CreateTopicsResponse};
+use samsa::protocol::delete_topics::{DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+use samsa::protocol::wire::Uuid;
+use samsa::rt::clock::Clock;
+use samsa::rt::disk::{CrashMode, Disk, MemDisk};
+use samsa::rt::net::TcpListener;
+use samsa::rt::time::{self, Duration, Instant};
+use samsa_spec::{AnomalyKind, CheckOptions, NodeEvent, Outcome, Report};
+
+use crate::harness::{partition_log_config, read_offline, Recorder};
+use crate::node::TOPIC;
+use crate::workload::{Keying, Workload};
+
+/// Nodes of the cluster, each a voter and a broker.
+pub const NODES: i32 = 3;
+/// Partitions of the workload's topic (`num.partitions`): two per broker when spread.
+pub const PARTITIONS: i32 = 6;
+const CLIENT_PORT: u16 = 9092;
+const CONTROLLER_PORT: u16 = 9093;
+/// The session after which a silent broker is fenced: short, so that the nemesis' windows
+/// fence brokers within a run.
+const SESSION_TIMEOUT_MS: u64 = 1_500;
+const HEARTBEAT_INTERVAL_MS: u64 = 300;
+/// How often a node's mute switch is looked at.
+const MUTE_POLL_MS: u64 = 20;
+/// The admin process's request timeout: a forwarded request may wait for a new controller.
+const ADMIN_TIMEOUT_MS: u64 = 3_000;
+/// Topics the admin process creates per run, at most (each name once).
+const ADMIN_TOPICS_MAX: u32 = 200;
+/// The process id of the admin process (the workload's are 1..=PARTITIONS).
+const ADMIN_PROCESS: u32 = 100;
+
+fn node_ip(id: i32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 1, id as u8))
+}
+const CLIENT_IP: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1));
+
+fn client_address(id: i32) -> String {
+    SocketAddr::new(node_ip(id), CLIENT_PORT).to_string()
+}
+
+/// What one run does.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    pub safety_ms: u64,
+    pub heal_ms: u64,
+    pub think_ms_max: u64,
+    /// The crash modes a node's kill draws from.
+    pub crash_modes: Vec<CrashMode>,
+    /// Kills, cuts, mutes and clogs at random moments during the safety phase.
+    pub nemesis: bool,
+    /// Mute one broker's heartbeats from `after_ms` for `for_ms` (the fencing window the
+    /// planted bug needs), besides the nemesis.
+    pub mute: Option<(u64, u64)>,
+    pub bugs: BrokerBugs,
+    /// Sync before ack (the default), or a page-cache mode for the checker's broken option.
+    pub flush: FlushPolicy,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            safety_ms: 8_000,
+            heal_ms: 6_000,
+            think_ms_max: 40,
+            crash_modes: vec![CrashMode::Process, CrashMode::PowerLossDropUnsynced],
+            nemesis: true,
+            mute: None,
+            bugs: BrokerBugs::default(),
+            flush: FlushPolicy::SyncBeforeAck,
+        }
+    }
+}
+
+/// What a run produced.
+pub struct ClusterOutcome {
+    /// Each partition's report (a partition that never existed has none).
+    pub reports: BTreeMap<i32, Report>,
+    /// Problems outside the data checkers (admin, liveness).
+    pub problems: Vec<String>,
+    pub nemesis: Vec<String>,
+    /// Admin requests each broker answered with success.
+    pub admin_ok_by_node: BTreeMap<i32, u64>,
+    pub ops: usize,
+}
+
+impl ClusterOutcome {
+    pub fn has(&self, kind: AnomalyKind) -> bool {
+        self.reports.values().any(|r| r.has(kind))
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.problems.is_empty() && self.reports.values().all(Report::is_valid)
+    }
+
+    pub fn summary(&self) -> String {
+        let mut out: Vec<String> = self
+            .reports
+            .iter()
+            .filter(|(_, r)| !r.is_valid())
+            .map(|(p, r)| format!("partition {p}: {}", r.summary()))
+            .collect();
+        out.extend(self.problems.iter().cloned());
+        out.join("\n")
+    }
+}
+
+/// The node's config: a combined node, one of `NODES` voters.
+fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
+    let voters: BTreeMap<i32, String> = (1..=NODES)
+        .map(|v| (v, SocketAddr::new(node_ip(v), CONTROLLER_PORT).to_string()))
+        .collect();
+    BrokerConfig {
+        node_id: id,
+        log_segment_bytes: 16 * 1024,
+        log_index_interval_bytes: 512,
+        log_flush: options.flush,
+        num_partitions: PARTITIONS,
+        bugs: options.bugs,
+        advertised_listeners: vec![Endpoint {
+            name: "PLAINTEXT".to_string(),
+            host: node_ip(id).to_string(),
+            port: CLIENT_PORT,
+        }],
+        kraft: KraftSettings {
+            controller_listener: Some(Endpoint {
+                name: "CONTROLLER".to_string(),
+                host: node_ip(id).to_string(),
+                port: CONTROLLER_PORT,
+            }),
+            quorum_voters: voters,
+            broker_session_timeout_ms: SESSION_TIMEOUT_MS,
+            broker_heartbeat_interval_ms: HEARTBEAT_INTERVAL_MS,
+            ..KraftSettings::default()
+        },
+        ..BrokerConfig::default()
+    }
+}
+
+/// What the nodes share with the harness.
+#[derive(Clone)]
+struct Shared {
+    /// Each partition's history.
+    recorders: Arc<Vec<Recorder>>,
+    /// Harness notes (the nemesis, the nodes' failures).
+    notes: Recorder,
+    /// The newest image any node applied, for the final checks.
+    image: Arc<Mutex<Option<Arc<MetadataImage>>>>,
+    /// Per node: its broker's heartbeats are muted.
+    muted: Arc<BTreeMap<i32, AtomicBool>>,
+    /// Per node: it halted and needs a restart.
+    needs_restart: Arc<BTreeMap<i32, AtomicBool>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// One node, as `samsa broker` runs it, until it is killed or halts.
+async fn member(id: i32, disk: MemDisk, config: BrokerConfig, shared: Shared) {
+    let halt = |why: String| {
+        shared.notes.note(0, format!("node {id}: {why}"));
+        if let Some(flag) = shared.needs_restart.get(&id) {
+            flag.store(true, Ordering::Release);
+        }
+    };
+    let controller_listener =
+        match TcpListener::bind(SocketAddr::new(node_ip(id), CONTROLLER_PORT)).await {
+            Ok(l) => l,
+            Err(e) => return halt(format!("binding the controller listener failed: {e}")),
+        };
+    let observer: PublishObserver = {
+        let shared = shared.clone();
+        // Per partition: 0 nothing recorded by this process yet, 1 not leading, 2 leading.
+        let last: Arc<Vec<AtomicU8>> =
+            Arc::new((0..PARTITIONS).map(|_| AtomicU8::new(0)).collect());
+        Arc::new(move |offset, image: &MetadataImage| {
+            {
+                let mut newest = lock(&shared.image);
+                if newest.as_ref().is_none_or(|n| n.offset < image.offset) {
+                    *newest = Some(Arc::new(image.clone()));
+                }
+            }
+            let registered = image
+                .brokers
+                .get(&id)
+                .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown);
+            for p in 0..PARTITIONS {
+                let Some(partition) = image.partition(TOPIC, p) else {
+                    continue;
+                };
+                // Only the node the partition's one replica lives on speaks in its history.
+                if partition.replicas != [id] {
+                    continue;
+                }
+                let leads = registered && partition.leader == id;
+                let state = if leads { 2 } else { 1 };
+                if last[p as usize].swap(state, Ordering::AcqRel) != state {
+                    shared.recorders[p as usize].node(0, NodeEvent::ImageApplied { offset, leads });
+                }
+            }
+        })
+    };
+    let mut node = match Node::start_observed(
+        config,
+        Disk::mem(disk.clone()),
+        Disk::mem(disk.clone()),
+        Clock::new(),
+        controller_listener,
+        Some(observer),
+    )
+    .await
+    {
+        Ok(node) => node,
+        Err(e) => return halt(format!("open failed: {e}")),
+    };
+    let broker = node.broker.clone();
+    let image = broker.image();
+    for partition in broker.topics.partitions().await {
+        let replica_here = image
+            .as_ref()
+            .and_then(|i| i.partition(&partition.topic, partition.index))
+            .is_some_and(|p| p.replicas == [id]);
+        if partition.topic != TOPIC || !replica_here {
+            continue;
+        }
+        let Some(recorder) = shared.recorders.get(partition.index as usize) else {
+            continue;
+        };
+        let report = &partition.recovery;
+        recorder.note(
+            0,
+            format!(
+                "node {id}: recovered {}-{} log end {} (recovery point {})",
+                partition.topic, partition.index, report.log_end_offset, report.recovery_point
+            ),
+        );
+        recorder.node(
+            0,
+            NodeEvent::Opened {
+                recovery_point: report.recovery_point,
+                log_end_offset: report.log_end_offset,
+            },
+        );
+    }
+    let listener = match TcpListener::bind(SocketAddr::new(node_ip(id), CLIENT_PORT)).await {
+        Ok(l) => l,
+        Err(e) => return halt(format!("bind failed: {e}")),
+    };
+    let _serving = Serving::start(&broker, listener);
+    {
+        let (lifecycle, shared) = (node.lifecycle.clone(), shared.clone());
+        samsa::rt::task::spawn(async move {
+            let mut muted = false;
+            loop {
+                time::sleep(Duration::from_millis(MUTE_POLL_MS)).await;
+                let now = shared
+                    .muted
+                    .get(&id)
+                    .is_some_and(|m| m.load(Ordering::Acquire));
+                if now != muted {
+                    muted = now;
+                    lifecycle.set_muted(muted);
+                }
+            }
+        });
+    }
+    let why = node.failed().await;
+    halt(format!("{why}; halting"));
+}
+
+/// One run of `seed`.
+pub fn run_cluster_seed(seed: u64, options: &ClusterOptions) -> ClusterOutcome {
+    if std::env::var_os("SAMSA_LOG").is_some() {
+        samsa::cli::init_tool_logging();
+    }
+    let options = options.clone();
+    crate::harness::on_seed_thread(
+        "sim-cluster-seed",
+        seed,
+        crate::harness::SIMULATED_SECONDS_MAX,
+        move || simulate(options),
+    )
+}
+
+/// What the admin process saw.
+#[derive(Default)]
+struct AdminLog {
+    created: Vec<String>,
+    /// Names a deletion was sent for (whatever its outcome).
+    delete_attempted: Vec<String>,
+    deleted: Vec<String>,
+    ok_by_node: BTreeMap<i32, u64>,
+}
+
+/// Creates topics (and deletes some of those it created) through every broker in turn, each
+/// request on a fresh connection to that broker alone.
+async fn admin(log: Arc<Mutex<AdminLog>>, mut rng: SmallRng, stop: Arc<AtomicBool>) {
+    let limits = ConnectionLimits {
+        request_timeout_ms: ADMIN_TIMEOUT_MS,
+        connect_timeout_ms: ADMIN_TIMEOUT_MS,
+        ..ConnectionLimits::default()
+    };
+    let mut next = 0u32;
+    let mut turn = 0i32;
+    while !stop.load(Ordering::Acquire) && next < ADMIN_TOPICS_MAX {
+        time::sleep(Duration::from_millis(rng.gen_range(50..250))).await;
+        let id = turn % NODES + 1;
+        turn += 1;
+        let Ok(mut conn) =
+            Connection::connect(&client_address(id), "sim-admin", limits.clone()).await
+        else {
+            continue;
+        };
+        let created_count = lock(&log).created.len();
+        let delete = created_count > 0 && rng.gen_bool(0.3);
+        if delete {
+            let name = {
+                let log = lock(&log);
+                log.created[rng.gen_range(0..log.created.len())].clone()
+            };
+            if lock(&log).delete_attempted.contains(&name) {
+                continue;
+            }
+            lock(&log).delete_attempted.push(name.clone());
+            let request = DeleteTopicsRequest {
+                topics: vec![DeleteTopicState {
+                    name: Some(name.clone()),
+                    topic_id: Uuid::ZERO,
+                }],
+                topic_names: vec![name.clone()],
+                timeout_ms: ADMIN_TIMEOUT_MS as i32,
+            };
+            let answer: Option<DeleteTopicsResponse> = send(&mut conn, 20, &request).await;
+            if answer.is_some_and(|r| r.responses.first().is_some_and(|t| t.error_code == 0)) {
+                let mut log = lock(&log);
+                log.deleted.push(name);
+                *log.ok_by_node.entry(id).or_insert(0) += 1;
+            }
+        } else {
+            let name = format!("adm-{next}");
+            next += 1;
+            let request = CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: name.clone(),
+                    num_partitions: rng.gen_range(1..=3),
+                    replication_factor: 1,
+                    ..Default::default()
+                }],
+                timeout_ms: ADMIN_TIMEOUT_MS as i32,
+                validate_only: false,
+            };
+            let answer: Option<CreateTopicsResponse> = send(&mut conn, 19, &request).await;
+            if answer.is_some_and(|r| r.topics.first().is_some_and(|t| t.error_code == 0)) {
+                let mut log = lock(&log);
+                log.created.push(name);
+                *log.ok_by_node.entry(id).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
+/// `request` at the version the connection negotiated; None when it went unanswered.
+async fn send<Req, Resp>(conn: &mut Connection, api_key: i16, request: &Req) -> Option<Resp>
+where
+    Req: samsa::protocol::message::Message,
+    Resp: samsa::protocol::message::Message,
+{
+    let version = conn.version_for(api_key).ok()?;
+    conn.send(api_key, version, request).await.ok()
+}
+
+async fn simulate(options: ClusterOptions) -> ClusterOutcome {
+    let handle = madsim::runtime::Handle::current();
+    let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
+    let recorders: Vec<Recorder> = (0..PARTITIONS).map(|_| Recorder::new()).collect();
+    let shared = Shared {
+        recorders: Arc::new(recorders),
+        notes: Recorder::new(),
+        image: Arc::new(Mutex::new(None)),
+        muted: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
+        needs_restart: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
+    };
+    // Every node's directory formatted with one cluster id, as `samsa storage format` does.
+    let cluster_id = samsa::broker::meta::random_uuid();
+    let mut disks = BTreeMap::new();
+    let mut nodes = BTreeMap::new();
+    for id in 1..=NODES {
+        let disk = MemDisk::new(rng.gen());
+        disk.set_latency(50, 100, 2_000);
+        let mut meta = samsa::broker::meta::MetaProperties::generate(id);
+        meta.cluster_id = cluster_id.clone();
+        Disk::mem(disk.clone())
+            .write_file_atomic(
+                samsa::broker::meta::META_PROPERTIES_FILE,
+                meta.encode().as_bytes(),
+            )
+            .await
+            .expect("formatting a simulated disk");
+        let config = node_config(id, &options);
+        let node = {
+            let (disk, shared) = (disk.clone(), shared.clone());
+            handle
+                .create_node()
+                .name(format!("node-{id}"))
+                .ip(node_ip(id))
+                .init(move || member(id, disk.clone(), config.clone(), shared.clone()))
+                .build()
+        };
+        disks.insert(id, disk);
+        nodes.insert(id, node);
+    }
+    let clients = handle.create_node().name("clients").ip(CLIENT_IP).build();
+    let bootstrap: Vec<String> = (1..=NODES).map(client_address).collect();
+    let bootstrap = bootstrap.join(",");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut joins = Vec::new();
+    for p in 0..PARTITIONS {
+        let workload = Workload {
+            process: p as u32 + 1,
+            bootstrap: bootstrap.clone(),
+            partition: p,
+            recorder: shared.recorders[p as usize].clone(),
+            stop: Arc::clone(&stop),
+            rng: SmallRng::seed_from_u64(rng.gen()),
+            clock: Clock::new(),
+            think_ms_max: options.think_ms_max,
+            idempotent: false,
+            keying: Keying::BY_PROCESS,
+        };
+        joins.push(clients.spawn(workload.run()));
+    }
+    let admin_log = Arc::new(Mutex::new(AdminLog::default()));
+    let admin_stop = Arc::new(AtomicBool::new(false));
+    let admin_join = clients.spawn(admin(
+        Arc::clone(&admin_log),
+        SmallRng::seed_from_u64(rng.gen()),
+        Arc::clone(&admin_stop),
+    ));
+
+    // The nemesis.
+    let net = madsim::net::NetSim::current();
+    let start = time::now();
+    let mut nemesis: Vec<String> = Vec::new();
+    let event = |nemesis: &mut Vec<String>, notes: &Recorder, text: String| {
+        let stamp = time::now().duration_since(start).as_millis();
+        notes.note(u64::from(ADMIN_PROCESS) + 1, text.clone());
+        for r in shared.recorders.iter() {
+            r.note(1_000, text.clone());
+        }
+        nemesis.push(format!("{stamp} {text}"));
+    };
+    // A node that halted (its log directory failed) is restarted, as a supervisor would.
+    let restart_halted = |nemesis: &mut Vec<String>| {
+        for (id, flag) in shared.needs_restart.iter() {
+            if flag.swap(false, Ordering::AcqRel) {
+                handle.kill(nodes[id].id());
+                handle.restart(nodes[id].id());
+                event(nemesis, &shared.notes, format!("restart halted node {id}"));
+            }
+        }
+    };
+    let safety_end = start + Duration::from_millis(options.safety_ms);
+    let mut next_fault = start + Duration::from_millis(rng.gen_range(500..1_500));
+    // At most one fault at a time, undone at its end.
+    let mut undo: Option<(Instant, Fault)> = None;
+    let mut planted_mute = options.mute.map(|(after_ms, for_ms)| {
+        (
+            start + Duration::from_millis(after_ms),
+            start + Duration::from_millis(after_ms + for_ms),
+            false,
+        )
+    });
+    let mute_target = 1 + rng.gen_range(0..NODES);
+    while time::now() < safety_end {
+        time::sleep(Duration::from_millis(10)).await;
+        let now = time::now();
+        restart_halted(&mut nemesis);
+        if let Some((from, until, on)) = planted_mute.as_mut() {
+            if !*on && now >= *from {
+                *on = true;
+                shared.muted[&mute_target].store(true, Ordering::Release);
+                event(
+                    &mut nemesis,
+                    &shared.notes,
+                    format!("mute node {mute_target}'s heartbeats (planted)"),
+                );
+            }
+            if *on && now >= *until {
+                shared.muted[&mute_target].store(false, Ordering::Release);
+                planted_mute = None;
+                event(
+                    &mut nemesis,
+                    &shared.notes,
+                    format!("unmute node {mute_target} (planted)"),
+                );
+            }
+        }
+        if let Some((at, fault)) = &undo {
+            if now >= *at {
+                let text = heal(fault, &handle, &net, &nodes, &clients, &shared);
+                event(&mut nemesis, &shared.notes, text);
+                undo = None;
+                next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
+            }
+            continue;
+        }
+        if !options.nemesis || now < next_fault {
+            continue;
+        }
+        let target = 1 + rng.gen_range(0..NODES);
+        let fault = match rng.gen_range(0..4) {
+            0 => {
+                let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+                handle.kill(nodes[&target].id());
+                disks[&target].crash(mode, &mut rng);
+                Fault::Killed(target, mode)
+            }
+            1 => {
+                for other in (1..=NODES).filter(|o| *o != target) {
+                    net.clog_link(nodes[&target].id(), nodes[&other].id());
+                    net.clog_link(nodes[&other].id(), nodes[&target].id());
+                }
+                Fault::Isolated(target)
+            }
+            2 => {
+                shared.muted[&target].store(true, Ordering::Release);
+                Fault::Muted(target)
+            }
+            _ => {
+                net.clog_link(clients.id(), nodes[&target].id());
+                net.clog_link(nodes[&target].id(), clients.id());
+                Fault::ClientsCut(target)
+            }
+        };
+        event(&mut nemesis, &shared.notes, format!("{fault:?}"));
+        undo = Some((
+            now + Duration::from_millis(rng.gen_range(300..2_500)),
+            fault,
+        ));
+    }
+    if let Some((_, fault)) = undo.take() {
+        let text = heal(&fault, &handle, &net, &nodes, &clients, &shared);
+        event(&mut nemesis, &shared.notes, text);
+    }
+    for flag in shared.muted.values() {
+        flag.store(false, Ordering::Release);
+    }
+    event(&mut nemesis, &shared.notes, "heal".to_string());
+    let heal_ns: Vec<u64> = shared.recorders.iter().map(Recorder::now_ns).collect();
+    let heal_end = time::now() + Duration::from_millis(options.heal_ms);
+    while time::now() < heal_end {
+        time::sleep(Duration::from_millis(10)).await;
+        restart_halted(&mut nemesis);
+    }
+    stop.store(true, Ordering::Release);
+    admin_stop.store(true, Ordering::Release);
+    for join in joins {
+        let _ = join.await;
+    }
+    let _ = admin_join.await;
+
+    // The final crash of every node, then each partition read offline from its replica's
+    // disk, as a fresh process would.
+    let final_image = lock(&shared.image).clone();
+    let mut reports = BTreeMap::new();
+    let mut problems = Vec::new();
+    let clock = Clock::new();
+    for id in 1..=NODES {
+        handle.kill(nodes[&id].id());
+        let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+        disks[&id].crash(mode, &mut rng);
+        event(
+            &mut nemesis,
+            &shared.notes,
+            format!("final crash of node {id} ({})", mode.name()),
+        );
+    }
+    let mut ops = 0;
+    for p in 0..PARTITIONS {
+        let recorder = &shared.recorders[p as usize];
+        let history = recorder.take();
+        let replica = final_image
+            .as_ref()
+            .and_then(|i| i.partition(TOPIC, p))
+            .and_then(|r| r.replicas.first().copied());
+        let Some(replica) = replica else {
+            if history
+                .operations()
+                .iter()
+                .any(|o| matches!(o.outcome, Some(Outcome::Appended { .. })))
+            {
+                problems.push(format!(
+                    "partition {p}: appends acknowledged, but no image holds the partition"
+                ));
+            }
+            continue;
+        };
+        let config = partition_log_config(&node_config(replica, &options));
+        let final_log = read_offline(
+            &disks[&replica],
+            &format!("{TOPIC}-{p}"),
+            &config,
+            &clock,
+            recorder,
+            false,
+        )
+        .await;
+        let report = samsa_spec::check(&history, &final_log, &CheckOptions::default());
+        ops += report.ops_ok + report.ops_failed + report.ops_unknown;
+        let healed = history.operations().iter().any(|o| {
+            o.invoke_ns >= heal_ns[p as usize]
+                && matches!(o.outcome, Some(Outcome::Appended { .. }))
+        });
+        if !healed {
+            problems.push(format!(
+                "liveness: partition {p} (on node {replica}) accepted no append after healing"
+            ));
+        }
+        reports.insert(p, report);
+    }
+    let admin_log = std::mem::take(&mut *lock(&admin_log));
+    match &final_image {
+        Some(image) => {
+            for name in &admin_log.created {
+                if !admin_log.delete_attempted.contains(name) && image.topic(name).is_none() {
+                    problems.push(format!(
+                        "admin: the creation of {name} was acknowledged, the final image lacks it"
+                    ));
+                }
+            }
+            for name in &admin_log.deleted {
+                if image.topic(name).is_some() {
+                    problems.push(format!(
+                        "admin: the deletion of {name} was acknowledged, the final image holds it"
+                    ));
+                }
+            }
+        }
+        None => problems.push("no node applied any image".to_string()),
+    }
+    ClusterOutcome {
+        reports,
+        problems,
+        nemesis,
+        admin_ok_by_node: admin_log.ok_by_node,
+        ops,
+    }
+}
+
+#[derive(Debug)]
+enum Fault {
+    Killed(i32, CrashMode),
+    Isolated(i32),
+    Muted(i32),
+    ClientsCut(i32),
+}
+
+fn heal(
+    fault: &Fault,
+    handle: &madsim::runtime::Handle,
+    net: &madsim::net::NetSim,
+    nodes: &BTreeMap<i32, madsim::runtime::NodeHandle>,
+    clients: &madsim::runtime::NodeHandle,
+    shared: &Shared,
+) -> String {
+    match *fault {
+        Fault::Killed(id, mode) => {
+            shared.needs_restart[&id].store(false, Ordering::Release);
+            handle.restart(nodes[&id].id());
+            format!("restart node {id} (after {})", mode.name())
+        }
+        Fault::Isolated(id) => {
+            for other in (1..=NODES).filter(|o| *o != id) {
+                net.unclog_link(nodes[&id].id(), nodes[&other].id());
+                net.unclog_link(nodes[&other].id(), nodes[&id].id());
+            }
+            format!("reconnect node {id}")
+        }
+        Fault::Muted(id) => {
+            shared.muted[&id].store(false, Ordering::Release);
+            format!("unmute node {id}")
+        }
+        Fault::ClientsCut(id) => {
+            net.unclog_link(clients.id(), nodes[&id].id());
+            net.unclog_link(nodes[&id].id(), clients.id());
+            format!("reconnect the clients to node {id}")
+        }
+    }
+}
+
+/// Seeds per cluster suite when `MADSIM_TEST_NUM` is not set.
+pub const CLUSTER_SEEDS_DEFAULT: u64 = 200;
+
+/// Runs a cluster suite's seeds; panics with the first failing seed's problems and replay
+/// command. Every broker must have answered admin requests over the suite.
+pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_count: u64) {
+    let range = crate::harness::seeds(default_count);
+    #[allow(clippy::disallowed_methods)] // real elapsed time of the suite, for the report
+    let began = std::time::Instant::now();
+    let mut admin_ok: BTreeMap<i32, u64> = BTreeMap::new();
+    let mut ops = 0;
+    for seed in range.clone() {
+        let outcome = run_cluster_seed(seed, options);
+        if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
+            eprintln!(
+                "{test_name}: seed {seed}\n  {}",
+                outcome.nemesis.join("\n  ")
+            );
+            for (p, r) in &outcome.reports {
+                eprintln!(
+                    "  partition {p}: {} ok, {} failed, {} unknown",
+                    r.ops_ok, r.ops_failed, r.ops_unknown
+                );
+            }
+        }
+        ops += outcome.ops;
+        for (id, n) in &outcome.admin_ok_by_node {
+            *admin_ok.entry(*id).or_insert(0) += n;
+        }
+        assert!(
+            outcome.is_valid(),
+            "{test_name}: seed {seed} failed:\n{}\nnemesis:\n  {}\nreplay: MADSIM_TEST_SEED={seed} MADSIM_TEST_NUM=1 cargo test --features sim --test sim {test_name} -- --exact",
+            outcome.summary(),
+            outcome.nemesis.join("\n  ")
+        );
+    }
+    for id in 1..=NODES {
+        assert!(
+            admin_ok.get(&id).copied().unwrap_or(0) > 0,
+            "{test_name}: node {id} never answered an admin request with success: {admin_ok:?}"
+        );
+    }
+    eprintln!(
+        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, admin successes by node {admin_ok:?}, {:.1} s",
+        range.end - range.start,
+        range.start,
+        range.end,
+        began.elapsed().as_secs_f64()
+    );
+}
