@@ -145,6 +145,9 @@ impl MetadataPublisher {
             .is_some_and(|b| !b.fenced && !b.in_controlled_shutdown);
         let (mut leading, mut changed) = (0usize, 0usize);
         let partitions = topics.partitions().await;
+        // `__consumer_offsets` partitions this broker leads again: their groups are loaded
+        // anew from the log, as a Kafka coordinator loads them on its election.
+        let mut regained: Vec<Arc<crate::broker::partition::Partition>> = Vec::new();
         for partition in &partitions {
             let leads = registered
                 && image
@@ -154,6 +157,9 @@ impl MetadataPublisher {
             let leads = leads || (broker.config.bugs.serve_after_fenced && partition.is_leading());
             changed += usize::from(partition.is_leading() != leads);
             leading += usize::from(leads);
+            if leads && !partition.is_leading() && partition.topic == OFFSETS_TOPIC {
+                regained.push(partition.clone());
+            }
             partition.set_leading(leads);
         }
         if changed > 0 {
@@ -188,7 +194,20 @@ impl MetadataPublisher {
         {
             let owner = broker.clone();
             crate::rt::task::spawn(async move {
-                owner.coordinator.load(&owner.topics).await;
+                // A load already made (at the start, perhaps while this broker led nothing)
+                // is made again for the partitions it leads now.
+                if !owner.coordinator.load(&owner.topics).await {
+                    for partition in regained {
+                        owner.coordinator.reload(partition).await;
+                    }
+                }
+            });
+        } else if !regained.is_empty() {
+            let owner = broker.clone();
+            crate::rt::task::spawn(async move {
+                for partition in regained {
+                    owner.coordinator.reload(partition).await;
+                }
             });
         }
         self.applied.set(applied_offset);

@@ -178,25 +178,52 @@ impl GroupCoordinator {
     /// Loads every partition of `__consumer_offsets` that exists here (at start, and after a
     /// creation). Partitions are replayed one at a time, each in steps of
     /// [`LOAD_READ_BYTES_MAX`]; a partition's groups answer COORDINATOR_LOAD_IN_PROGRESS
-    /// until it is done.
-    pub async fn load(&self, topics: &Topics) {
+    /// until it is done. False when there was nothing to do: no such topic here, or a load
+    /// already made.
+    pub async fn load(&self, topics: &Topics) -> bool {
         let Some(topic) = topics.get(OFFSETS_TOPIC).await else {
-            return;
+            return false;
         };
         let partitions: Vec<Arc<Partition>> = topic.partitions.clone();
+        let mut loads = Vec::with_capacity(partitions.len());
         {
             let mut inner = self.shared.inner.lock().await;
             if inner.partitions.is_some() {
-                return;
+                return false;
             }
             inner.partitions = Some(i32::try_from(partitions.len()).unwrap_or(i32::MAX));
             for partition in &partitions {
-                self.shared.install(&mut inner, partition.clone());
+                let load_epoch = self.shared.install(&mut inner, partition.clone());
+                loads.push((partition.clone(), load_epoch));
             }
         }
-        for partition in partitions {
-            self.shared.clone().replay_partition(partition).await;
+        for (partition, load_epoch) in loads {
+            self.shared
+                .clone()
+                .replay_partition(partition, load_epoch)
+                .await;
         }
+        true
+    }
+
+    /// Loads `partition`'s groups again from its log, because this broker became its leader
+    /// again (a load while it did not lead failed and left the shard unloaded, and whatever
+    /// another leader wrote meanwhile must be read): a new shard, loading (requests get
+    /// COORDINATOR_LOAD_IN_PROGRESS), replaces the old one, whose waiting requests get
+    /// NOT_COORDINATOR, as a Kafka coordinator's are on a re-election. Nothing happens before
+    /// the first [`GroupCoordinator::load`].
+    pub async fn reload(&self, partition: Arc<Partition>) {
+        let load_epoch = {
+            let mut inner = self.shared.inner.lock().await;
+            if inner.partitions.is_none() {
+                return;
+            }
+            self.shared.install(&mut inner, partition.clone())
+        };
+        self.shared
+            .clone()
+            .replay_partition(partition, load_epoch)
+            .await;
     }
 
     /// The `__consumer_offsets` partition of `group_id`, if the topic exists here.
@@ -286,8 +313,8 @@ impl Shared {
         }
     }
 
-    /// A new shard for `partition`, loading, with its acker task.
-    fn install(self: &Arc<Self>, inner: &mut Inner, partition: Arc<Partition>) {
+    /// A new shard for `partition`, loading, with its acker task; its load epoch.
+    fn install(self: &Arc<Self>, inner: &mut Inner, partition: Arc<Partition>) -> u64 {
         let index = partition.index;
         let (acks, rx) = mpsc::unbounded_channel();
         let load_epoch = inner.next_load_epoch;
@@ -306,6 +333,7 @@ impl Shared {
             },
         );
         crate::rt::task::spawn(self.clone().ack_loop(index, load_epoch, partition, rx));
+        load_epoch
     }
 
     async fn call_locked(
@@ -467,16 +495,17 @@ impl Shared {
             if unloaded {
                 // Reload from what the log holds: the state a restart would see.
                 let partition = partition.clone();
-                self.install(&mut inner, partition.clone());
+                let load_epoch = self.install(&mut inner, partition.clone());
                 drop(inner);
-                self.clone().replay_partition(partition).await;
+                self.clone().replay_partition(partition, load_epoch).await;
                 return;
             }
         }
     }
 
-    /// Replays a partition into its (loading) shard, then opens the shard.
-    async fn replay_partition(self: Arc<Self>, partition: Arc<Partition>) {
+    /// Replays a partition into its (loading) shard of load epoch `load_epoch`, then opens
+    /// the shard; stops as soon as that shard was replaced by a newer load.
+    async fn replay_partition(self: Arc<Self>, partition: Arc<Partition>, load_epoch: u64) {
         let index = partition.index;
         let mut offset = partition.log_start_offset().await;
         let end = partition.log_end_offset();
@@ -510,7 +539,11 @@ impl Shared {
                 }
             }
             let mut inner = self.inner.lock().await;
-            let Some(slot) = inner.shards.get_mut(&index) else {
+            let Some(slot) = inner
+                .shards
+                .get_mut(&index)
+                .filter(|slot| slot.load_epoch == load_epoch)
+            else {
                 return;
             };
             for record in records {
@@ -524,16 +557,24 @@ impl Shared {
             offset = read.next_offset;
         }
         if let Some(why) = failed {
-            tracing::error!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable");
+            tracing::warn!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable until this broker leads the partition again");
             let mut inner = self.inner.lock().await;
-            if let Some(slot) = inner.shards.get_mut(&index) {
+            if let Some(slot) = inner
+                .shards
+                .get_mut(&index)
+                .filter(|slot| slot.load_epoch == load_epoch)
+            {
                 slot.shard.unload(ErrorCode::NOT_COORDINATOR);
             }
             return;
         }
         let mut inner = self.inner.lock().await;
         let now = self.now();
-        if let Some(slot) = inner.shards.get_mut(&index) {
+        if let Some(slot) = inner
+            .shards
+            .get_mut(&index)
+            .filter(|slot| slot.load_epoch == load_epoch)
+        {
             if slot.shard.status() == ShardStatus::Loading {
                 slot.shard.finish_loading(now);
             }
