@@ -127,3 +127,17 @@ pub fn partition(broker: &Broker, topic: &str, index: i32) -> Option<PartitionVi
             .collect(),
     })
 }
+
+/// KIP-951's hint for a request that reached a broker that does not lead `topic`-`index`:
+/// the leader the image names, its epoch and its endpoint (Produce v10+ and Fetch v12+
+/// carry the leader, Produce v10+ and Fetch v16+ the endpoints), so that a client moves to
+/// it at once instead of after a metadata refresh. None when the image names no reachable
+/// leader, or names this broker itself (nothing better to tell).
+pub fn leader_hint(broker: &Broker, topic: &str, index: i32) -> Option<(i32, i32, BrokerEndpoint)> {
+    let view = partition(broker, topic, index)?;
+    if view.leader < 0 || view.leader == broker.config.node_id {
+        return None;
+    }
+    let endpoint = endpoint(broker, view.leader)?;
+    Some((view.leader, view.leader_epoch, endpoint))
+}

@@ -3,7 +3,10 @@
 //! created through a broker whose controller is a standby is spread over the three brokers;
 //! each partition is served by its leader only (the others answer NOT_LEADER_OR_FOLLOWER);
 //! admin changes sent to any broker reach the controller and are applied everywhere;
-//! FindCoordinator names the leader of the group's `__consumer_offsets` partition.
+//! FindCoordinator names the leader of the group's `__consumer_offsets` partition; a Produce
+//! or Fetch sent to a broker that does not lead the partition carries KIP-951's hint (the
+//! leader, its epoch, its endpoint); `samsa metadata-quorum --bootstrap-server` works through
+//! every broker.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,8 +15,14 @@ use samsa::broker::config::BrokerConfig;
 use samsa::broker::node::Node;
 use samsa::broker::server::Serving;
 use samsa::client::admin::{AlterConfigOp, ConfigResource};
+use samsa::client::connection::{Connection, ConnectionLimits};
 use samsa::client::{build_batch, Client, ClientConfig, FetchOptions, ProducerRecord};
+use samsa::protocol::fetch::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use samsa::protocol::produce::{
+    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+};
 use samsa::protocol::record_batch::Compression;
+use samsa::protocol::types::Offset;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::Disk;
 use samsa::rt::net::TcpListener;
@@ -195,6 +204,90 @@ async fn three_combined_nodes_spread_serve_and_forward() {
             assert!(!partition.is_leading(), "node {} does not lead {p}", n.id);
             assert_eq!(partition.log_end_offset(), 0);
         }
+    }
+
+    // KIP-951: a broker that does not lead a partition answers NOT_LEADER_OR_FOLLOWER with
+    // the leader, its epoch and its endpoint, in Produce (v12) and Fetch (v16).
+    let topic_id = nodes[0]
+        .node
+        .broker
+        .topics
+        .get("spread")
+        .await
+        .expect("the topic")
+        .id;
+    for p in 0..PARTITIONS {
+        let leader = leaders[&p];
+        let other = nodes.iter().find(|n| n.id != leader).expect("another node");
+        let leader_port: i32 = nodes
+            .iter()
+            .find(|n| n.id == leader)
+            .and_then(|n| n.address.rsplit(':').next()?.parse().ok())
+            .expect("the leader's port");
+        let mut conn = Connection::connect(&other.address, "kip-951", ConnectionLimits::default())
+            .await
+            .expect("connect");
+        let record = ProducerRecord {
+            key: None,
+            value: Some(Bytes::from_static(b"misrouted")),
+            headers: Vec::new(),
+            timestamp: 1_000,
+        };
+        let produce = ProduceRequest {
+            transactional_id: None,
+            acks: -1,
+            timeout_ms: 5_000,
+            topic_data: vec![TopicProduceData {
+                name: "spread".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: p,
+                    records: Some(build_batch(&[record], Compression::None).expect("a batch")),
+                }],
+                ..Default::default()
+            }],
+        };
+        let answer: ProduceResponse = conn.send(0, 12, &produce).await.expect("produce v12");
+        let partition = &answer.responses[0].partition_responses[0];
+        assert_eq!(
+            partition.error_code, 6,
+            "NOT_LEADER_OR_FOLLOWER from node {}",
+            other.id
+        );
+        assert_eq!(
+            partition.current_leader.leader_id.0, leader,
+            "partition {p}"
+        );
+        let endpoint = answer.node_endpoints.iter().find(|e| e.node_id.0 == leader);
+        assert_eq!(endpoint.map(|e| e.port), Some(leader_port), "{answer:?}");
+
+        let fetch = FetchRequest {
+            max_wait_ms: 0,
+            min_bytes: 1,
+            topics: vec![FetchTopic {
+                topic_id,
+                partitions: vec![FetchPartition {
+                    partition: p,
+                    fetch_offset: Offset(0),
+                    partition_max_bytes: 1 << 20,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let answer: FetchResponse = conn.send(1, 16, &fetch).await.expect("fetch v16");
+        let partition = &answer.responses[0].partitions[0];
+        assert_eq!(
+            partition.error_code, 6,
+            "NOT_LEADER_OR_FOLLOWER from node {}",
+            other.id
+        );
+        assert_eq!(
+            partition.current_leader.leader_id.0, leader,
+            "partition {p}"
+        );
+        let endpoint = answer.node_endpoints.iter().find(|e| e.node_id.0 == leader);
+        assert_eq!(endpoint.map(|e| e.port), Some(leader_port), "{answer:?}");
     }
 
     // `samsa metadata-quorum --bootstrap-server`: every broker forwards DescribeQuorum to

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
+use crate::broker::cluster_view;
 use crate::broker::config::BrokerCompressionType;
 use crate::broker::fetch_session::{topic_key, Answered, FetchContext, INVALID_SESSION_ID};
 use crate::broker::handlers::{encode_response, partition_error_code, ResponsePart};
@@ -33,8 +34,11 @@ use crate::broker::partition::{PartitionError, ReadBound, SendRecords};
 use crate::broker::Broker;
 use crate::log::{FileRegion, LogError};
 use crate::protocol::error::ErrorCode;
-use crate::protocol::fetch::{FetchRequest, FetchResponse, FetchableTopicResponse, PartitionData};
-use crate::protocol::types::Offset;
+use crate::protocol::fetch::{
+    FetchRequest, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
+    PartitionData,
+};
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::{put, EncodeError, EncodeErrorKind, BYTES_LEN_MAX};
 use crate::rt::time;
 
@@ -231,6 +235,8 @@ async fn read_all(
     let mut total = 0usize;
     let mut errors = false;
     let mut responses = Vec::with_capacity(request.topics.len());
+    // KIP-951: the leaders named in NOT_LEADER_OR_FOLLOWER answers, with their endpoints.
+    let mut node_endpoints: BTreeMap<i32, NodeEndpoint> = BTreeMap::new();
     for topic in &request.topics {
         let resolved = broker
             .topics
@@ -328,7 +334,27 @@ async fn read_all(
                     ) {
                         tracing::warn!(error = %e, "fetch failed");
                     }
-                    data.error_code = partition_error_code(&e).code();
+                    let code = partition_error_code(&e);
+                    data.error_code = code.code();
+                    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER {
+                        if let Some((leader, epoch, at)) =
+                            cluster_view::leader_hint(broker, &partition.topic, partition.index)
+                        {
+                            data.current_leader = LeaderIdAndEpoch {
+                                leader_id: NodeId(leader),
+                                leader_epoch: LeaderEpoch(epoch),
+                            };
+                            node_endpoints.insert(
+                                leader,
+                                NodeEndpoint {
+                                    node_id: NodeId(leader),
+                                    host: at.host,
+                                    port: i32::from(at.port),
+                                    rack: at.rack,
+                                },
+                            );
+                        }
+                    }
                 }
             }
             partitions.push(data);
@@ -343,6 +369,7 @@ async fn read_all(
         error_code: 0,
         session_id: 0,
         responses,
+        node_endpoints: node_endpoints.into_values().collect(),
         ..Default::default()
     };
     (Fetched { response, regions }, total, errors)

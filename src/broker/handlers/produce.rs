@@ -12,12 +12,18 @@
 //! answered NONE with the original's base offset (and, under LogAppendTime, its append time)
 //! once the original may be acknowledged, never before. Refusals (OUT_OF_ORDER_SEQUENCE_NUMBER,
 //! INVALID_PRODUCER_EPOCH) get their codes in `handlers::producer_error_code`.
+//!
+//! A partition this broker does not lead is NOT_LEADER_OR_FOLLOWER with KIP-951's hint
+//! (v10+): the leader the applied image names, its epoch, and its endpoint in the answer's
+//! `node_endpoints` (`cluster_view::leader_hint`).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::broker::cluster_view;
 use crate::broker::handlers::{encode_response, partition_error_code, Reply};
 use crate::broker::partition::Partition;
 use crate::broker::Broker;
@@ -25,11 +31,11 @@ use crate::log::validator::{self, ValidatorConfig};
 use crate::log::PendingAppend;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::produce::{
-    BatchIndexAndErrorMessage, PartitionProduceResponse, ProduceRequest, ProduceResponse,
-    TopicProduceResponse,
+    BatchIndexAndErrorMessage, LeaderIdAndEpoch, NodeEndpoint, PartitionProduceResponse,
+    ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use crate::protocol::record_batch;
-use crate::protocol::types::Offset;
+use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::Uuid;
 use crate::rt::time;
 
@@ -119,8 +125,9 @@ pub async fn start(
         });
     }
     let timeout_ms = u64::try_from(request.timeout_ms).unwrap_or(0);
+    let broker = broker.clone();
     let finish = async move {
-        let response = finish(started, timeout_ms).await;
+        let response = finish(&broker, started, timeout_ms).await;
         encode_response(correlation_id, ProduceRequest::API_KEY, version, &response)
     };
     if acks == 0 {
@@ -213,20 +220,44 @@ async fn append(
     }
 }
 
-async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse {
+async fn finish(broker: &Broker, started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse {
     let mut responses = Vec::with_capacity(started.len());
+    // KIP-951: the leaders named in NOT_LEADER_OR_FOLLOWER answers, with their endpoints.
+    let mut node_endpoints: BTreeMap<i32, NodeEndpoint> = BTreeMap::new();
     for topic in started {
         let mut partition_responses = Vec::with_capacity(topic.partitions.len());
         for (index, outcome) in topic.partitions {
             let response = match outcome {
-                Started::Failed(failure) => PartitionProduceResponse {
-                    index,
-                    error_code: failure.code.code(),
-                    base_offset: Offset::NONE,
-                    error_message: failure.message,
-                    record_errors: failure.record_errors,
-                    ..Default::default()
-                },
+                Started::Failed(failure) => {
+                    let mut response = PartitionProduceResponse {
+                        index,
+                        error_code: failure.code.code(),
+                        base_offset: Offset::NONE,
+                        error_message: failure.message,
+                        record_errors: failure.record_errors,
+                        ..Default::default()
+                    };
+                    if failure.code == ErrorCode::NOT_LEADER_OR_FOLLOWER {
+                        if let Some((leader, epoch, at)) =
+                            cluster_view::leader_hint(broker, &topic.name, index)
+                        {
+                            response.current_leader = LeaderIdAndEpoch {
+                                leader_id: NodeId(leader),
+                                leader_epoch: LeaderEpoch(epoch),
+                            };
+                            node_endpoints.insert(
+                                leader,
+                                NodeEndpoint {
+                                    node_id: NodeId(leader),
+                                    host: at.host,
+                                    port: i32::from(at.port),
+                                    rack: at.rack,
+                                },
+                            );
+                        }
+                    }
+                    response
+                }
                 Started::Appended(partition, pending, log_append_time) => {
                     let waited = if timeout_ms == 0 {
                         Ok(partition.acknowledge(pending).await)
@@ -275,6 +306,7 @@ async fn finish(started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse 
     }
     ProduceResponse {
         responses,
+        node_endpoints: node_endpoints.into_values().collect(),
         ..Default::default()
     }
 }
