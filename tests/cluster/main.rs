@@ -8,14 +8,20 @@
 //!   snapshot.
 //! - `metadata_quorum_cli`: `samsa metadata-quorum describe` against three replicas'
 //!   controller listeners, every `--status` field and the `--replication` table.
+//! - `broker_processes`: three `samsa broker` processes (combined nodes): a six-partition
+//!   topic spread, produced and read back with librdkafka; SIGKILL of the active controller
+//!   and of a broker, each followed by service again.
 //! - `controller_process`: three `samsa controller` processes: election, failover after a
 //!   SIGKILL, clean SIGTERM, topic creation again after the active controller's SIGKILL, a
 //!   bad setting refused.
 
 #[path = "../support/controller_requests.rs"]
 mod controller_requests;
+#[path = "../support/rdkafka_support.rs"]
+mod rdkafka_support;
 
 mod broker_cluster;
+mod broker_processes;
 mod controller_process;
 mod controller_quorum;
 mod metadata_quorum_cli;

@@ -1,0 +1,405 @@
+//! Three `samsa broker` processes on loopback, each a combined node (broker and one voter of
+//! the metadata quorum) with its own ports and directory, formatted with one cluster id, as
+//! the README's three-node cluster runs them:
+//! - a topic of six partitions created through librdkafka's admin client is spread over the
+//!   three brokers; librdkafka produces to it with acks=all and reads every record back in
+//!   order per partition, from each partition's leader;
+//! - the active controller's process killed with SIGKILL, a new one is elected and topic
+//!   creation works again through the surviving brokers (the time until a new topic accepts a
+//!   produce on every partition is printed: the closing-note figure);
+//! - a broker killed with SIGKILL: once its session expired its partitions are reported
+//!   LEADER_NOT_AVAILABLE and the others keep serving; restarted, everything is served again
+//!   and every acknowledged record is still there.
+#![cfg(not(feature = "sim"))]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use bytes::Bytes;
+use samsa::client::connection::{Connection, ConnectionLimits};
+use samsa::client::{build_batch, Client, ClientConfig, ProducerRecord};
+use samsa::protocol::describe_quorum::{
+    DescribeQuorumRequest, DescribeQuorumRequestPartition, DescribeQuorumRequestTopic,
+    DescribeQuorumResponse,
+};
+use samsa::protocol::record_batch::Compression;
+
+use crate::rdkafka_support as rk;
+
+const NODES: i32 = 3;
+const PARTITIONS: i32 = 6;
+const RECORDS: usize = 600;
+/// Polls while waiting for the cluster, one per `POLL_MS` (60 s in all).
+const POLLS_MAX: u32 = 600;
+const POLL_MS: u64 = 100;
+/// A request's bound while nodes come and go.
+const REQUEST_TIMEOUT_MS: u64 = 2_000;
+
+struct Ports {
+    client: u16,
+    controller: u16,
+}
+
+fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+fn samsa() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_samsa"))
+}
+
+fn data_dir(dir: &Path, id: i32) -> String {
+    dir.join(format!("node-{id}")).display().to_string()
+}
+
+// The child's stderr goes to a file of the test's own directory, outside the system under
+// test.
+#[allow(clippy::disallowed_methods)]
+fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
+    let stderr = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("broker-{id}.log")))
+        .expect("a log file");
+    samsa()
+        .args([
+            "broker",
+            "--override",
+            &format!("node.id={id}"),
+            "--override",
+            &format!("controller.quorum.voters={voters}"),
+            "--override",
+            &format!(
+                "listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
+                ports.client, ports.controller
+            ),
+            "--override",
+            &format!("log.dirs={}", data_dir(dir, id)),
+            "--override",
+            "offsets.topic.replication.factor=1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .expect("start samsa broker")
+}
+
+fn sigterm(child: &Child) {
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
+    let _ = unsafe { libc::kill(pid, libc::SIGTERM) };
+}
+
+fn client(bootstrap: &str) -> Client {
+    Client::new(ClientConfig {
+        bootstrap: bootstrap.split(',').map(str::to_string).collect(),
+        client_id: "broker-processes-test".into(),
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        connect_timeout_ms: REQUEST_TIMEOUT_MS,
+        retries_max: 0,
+        ..ClientConfig::default()
+    })
+}
+
+fn bootstrap_of(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> String {
+    ids.iter()
+        .map(|id| format!("127.0.0.1:{}", ports[id].client))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The quorum's leader, asked of a broker's client listener (which forwards DescribeQuorum).
+async fn active_controller(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<i32> {
+    for id in ids {
+        let limits = ConnectionLimits {
+            request_timeout_ms: REQUEST_TIMEOUT_MS,
+            connect_timeout_ms: REQUEST_TIMEOUT_MS,
+            ..ConnectionLimits::default()
+        };
+        let address = format!("127.0.0.1:{}", ports[id].client);
+        let Ok(mut conn) = Connection::connect(&address, "test", limits).await else {
+            continue;
+        };
+        let request = DescribeQuorumRequest {
+            topics: vec![DescribeQuorumRequestTopic {
+                topic_name: "__cluster_metadata".into(),
+                partitions: vec![DescribeQuorumRequestPartition { partition_index: 0 }],
+            }],
+        };
+        let Ok(response) = conn
+            .send::<_, DescribeQuorumResponse>(55, 1, &request)
+            .await
+        else {
+            continue;
+        };
+        let leader = response
+            .topics
+            .first()
+            .and_then(|t| t.partitions.first())
+            .filter(|p| p.error_code == 0)
+            .map(|p| p.leader_id.0);
+        if leader.is_some() {
+            return leader;
+        }
+    }
+    None
+}
+
+/// Each partition's leader as `bootstrap`'s brokers report it (None: LEADER_NOT_AVAILABLE
+/// or not known).
+async fn leaders(bootstrap: &str, topic: &str, partitions: i32) -> BTreeMap<i32, Option<i32>> {
+    let mut c = client(bootstrap);
+    let _ = c.refresh(&[topic]).await;
+    let mut out = BTreeMap::new();
+    for p in 0..partitions {
+        out.insert(p, c.leader(topic, p).await.ok());
+    }
+    out
+}
+
+/// One record to each partition of `topic` through `bootstrap`; whether all were acked.
+async fn produce_everywhere(bootstrap: &str, topic: &str, partitions: i32) -> bool {
+    let mut c = client(bootstrap);
+    for p in 0..partitions {
+        let record = ProducerRecord {
+            key: None,
+            value: Some(Bytes::from(format!("{topic}-{p}"))),
+            headers: Vec::new(),
+            timestamp: rk::now_ms(),
+        };
+        let Ok(batch) = build_batch(&[record], Compression::None) else {
+            return false;
+        };
+        if c.produce(topic, p, batch, -1, REQUEST_TIMEOUT_MS as i32)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+    }
+    true
+}
+
+async fn sleep_poll() {
+    tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_broker_processes_spread_serve_and_fail_over() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let cluster_id = {
+        let out = samsa()
+            .args(["storage", "random-uuid"])
+            .output()
+            .expect("random-uuid");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_string()
+    };
+    let ports: BTreeMap<i32, Ports> = (1..=NODES)
+        .map(|id| {
+            (
+                id,
+                Ports {
+                    client: free_port(),
+                    controller: free_port(),
+                },
+            )
+        })
+        .collect();
+    let voters = ports
+        .iter()
+        .map(|(id, p)| format!("{id}@127.0.0.1:{}", p.controller))
+        .collect::<Vec<_>>()
+        .join(",");
+    for id in 1..=NODES {
+        let status = samsa()
+            .args([
+                "storage",
+                "format",
+                "--cluster-id",
+                &cluster_id,
+                "--override",
+                &format!("node.id={id}"),
+                "--override",
+                &format!("log.dirs={}", data_dir(dir.path(), id)),
+            ])
+            .stdout(Stdio::null())
+            .status()
+            .expect("format");
+        assert!(status.success(), "samsa storage format for node {id}");
+    }
+    let mut children: BTreeMap<i32, Child> = (1..=NODES)
+        .map(|id| (id, spawn(dir.path(), id, &voters, &ports[&id])))
+        .collect();
+    let all: Vec<i32> = (1..=NODES).collect();
+    let bootstrap = bootstrap_of(&ports, &all);
+
+    // Every broker registered and named by Metadata.
+    let mut named = BTreeSet::new();
+    for _ in 0..POLLS_MAX {
+        let mut c = client(&bootstrap);
+        if c.refresh(&[]).await.is_ok() {
+            named = c.brokers().keys().copied().collect();
+            if named.len() == NODES as usize {
+                break;
+            }
+        }
+        sleep_poll().await;
+    }
+    assert_eq!(
+        named,
+        all.iter().copied().collect(),
+        "the brokers Metadata names"
+    );
+
+    // librdkafka: create, produce with acks=all, read everything back in order.
+    rk::create_topic(&bootstrap, "six", PARTITIONS).await;
+    let spread = leaders(&bootstrap, "six", PARTITIONS).await;
+    let leading: BTreeSet<i32> = spread.values().flatten().copied().collect();
+    assert_eq!(leading, all.iter().copied().collect(), "spread: {spread:?}");
+    let producer = rk::producer(&bootstrap, "none");
+    let base_ms = rk::now_ms();
+    let records: Vec<rk::Sent> = (0..RECORDS)
+        .map(|i| rk::record("six", i, base_ms))
+        .collect();
+    let acked = rk::produce_all(&producer, "six", &records).await;
+    let ranges = rk::acked_ranges(&acked);
+    assert_eq!(
+        ranges.len(),
+        PARTITIONS as usize,
+        "every partition written: {ranges:?}"
+    );
+    let consumer = rk::consumer(&bootstrap, "broker-processes");
+    let read = rk::consume_ranges(&consumer, "six", &ranges);
+    rk::assert_matches("six", &acked, &read, false);
+    drop(consumer);
+
+    // SIGKILL of the active controller: the survivors elect another and create topics again.
+    let mut active = None;
+    for _ in 0..POLLS_MAX {
+        active = active_controller(&ports, &all).await;
+        if active.is_some() {
+            break;
+        }
+        sleep_poll().await;
+    }
+    let active = active.expect("an active controller");
+    let mut killed = children.remove(&active).expect("its process");
+    killed.kill().expect("SIGKILL");
+    let killed_at = samsa::rt::time::now();
+    let _ = killed.wait();
+    let survivors: Vec<i32> = all.iter().copied().filter(|id| *id != active).collect();
+    let survivors_bootstrap = bootstrap_of(&ports, &survivors);
+    let mut first_created_ms = None;
+    let mut serving_ms = None;
+    for attempt in 0..POLLS_MAX {
+        let name = format!("after-{attempt}");
+        let mut admin = client(&survivors_bootstrap);
+        let created = admin.create_topics(&[(&name, 3, 1, &[])]).await;
+        if created.is_ok_and(|r| r.iter().all(|(_, r)| r.is_ok())) {
+            first_created_ms.get_or_insert(killed_at.elapsed().as_millis());
+            if produce_everywhere(&survivors_bootstrap, &name, 3).await {
+                serving_ms = Some(killed_at.elapsed().as_millis());
+                break;
+            }
+        }
+        sleep_poll().await;
+    }
+    let serving_ms = serving_ms.expect("a topic created after the SIGKILL accepted produces");
+    let next = active_controller(&ports, &survivors).await;
+    assert!(
+        next.is_some_and(|n| n != active),
+        "a new controller: {next:?}"
+    );
+    eprintln!(
+        "SIGKILL of the active controller (node {active}): next topic created after {} ms, \
+         every partition of a new topic accepting a produce after {serving_ms} ms (defaults)",
+        first_created_ms.unwrap_or_default()
+    );
+
+    // The killed node comes back; then a broker that is not the controller is killed.
+    children.insert(active, spawn(dir.path(), active, &voters, &ports[&active]));
+    for _ in 0..POLLS_MAX {
+        if leaders(&bootstrap, "six", PARTITIONS)
+            .await
+            .values()
+            .all(Option::is_some)
+            && produce_everywhere(&bootstrap, "six", PARTITIONS).await
+        {
+            break;
+        }
+        sleep_poll().await;
+    }
+    let controller = active_controller(&ports, &all).await.expect("a controller");
+    let victim = *all
+        .iter()
+        .find(|id| **id != controller)
+        .expect("a broker that is not the controller");
+    let mut killed = children.remove(&victim).expect("its process");
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    let others: Vec<i32> = all.iter().copied().filter(|id| *id != victim).collect();
+    let others_bootstrap = bootstrap_of(&ports, &others);
+    let victims_partitions: Vec<i32> = spread
+        .iter()
+        .filter(|(_, leader)| **leader == Some(victim))
+        .map(|(p, _)| *p)
+        .collect();
+    let mut unavailable = false;
+    for _ in 0..POLLS_MAX {
+        let now = leaders(&others_bootstrap, "six", PARTITIONS).await;
+        unavailable = victims_partitions.iter().all(|p| now[p].is_none());
+        if unavailable {
+            break;
+        }
+        sleep_poll().await;
+    }
+    assert!(
+        unavailable,
+        "node {victim}'s partitions {victims_partitions:?} reported unavailable"
+    );
+    // The other partitions keep serving.
+    let mut c = client(&others_bootstrap);
+    for p in (0..PARTITIONS).filter(|p| !victims_partitions.contains(p)) {
+        let record = ProducerRecord {
+            key: None,
+            value: Some(Bytes::from_static(b"while a broker is down")),
+            headers: Vec::new(),
+            timestamp: rk::now_ms(),
+        };
+        let batch = build_batch(&[record], Compression::None).expect("a batch");
+        c.produce("six", p, batch, -1, REQUEST_TIMEOUT_MS as i32)
+            .await
+            .unwrap_or_else(|e| panic!("partition {p} on a live broker: {e}"));
+    }
+
+    // Restarted, it serves its partitions again, with every record acknowledged before.
+    children.insert(victim, spawn(dir.path(), victim, &voters, &ports[&victim]));
+    let mut back = false;
+    for _ in 0..POLLS_MAX {
+        if produce_everywhere(&bootstrap, "six", PARTITIONS).await {
+            back = true;
+            break;
+        }
+        sleep_poll().await;
+    }
+    assert!(
+        back,
+        "every partition accepts a produce after node {victim} restarted"
+    );
+    let consumer = rk::consumer(&bootstrap, "broker-processes-after");
+    let read = rk::consume_ranges(&consumer, "six", &ranges);
+    rk::assert_matches("six", &acked, &read, false);
+
+    for child in children.values() {
+        sigterm(child);
+    }
+    for (_, mut child) in children {
+        let _ = child.wait();
+    }
+}
