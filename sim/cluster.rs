@@ -5,13 +5,14 @@
 //! reaches first) is spread over the three brokers, one replica per partition. One producing
 //! and reading process per partition (Samsa's Rust client, routed to each partition's leader
 //! by Metadata) and an admin process that creates and deletes topics through every broker in
-//! turn run while the nemesis:
+//! turn (creating, deleting and changing the configs of topics) run while the nemesis:
 //! - kills a node (process crash or power loss of its disk) and restarts it;
 //! - cuts a node off from the other two (it stays reachable from the clients): its controller
 //!   loses the quorum, its broker is fenced once its session expires;
 //! - mutes a broker's heartbeats while it still replicates the metadata log, so that it learns
 //!   it is fenced from its own applied image (where a broker that keeps serving is caught);
-//! - clogs the clients' link to a node.
+//! - clogs the clients' link to a node;
+//! - jumps a node's wall clock by up to ±10 minutes.
 //!
 //! The checkers, per partition (each partition is one history of its own): the data checkers
 //! of `samsa_spec::check` against an offline read of the partition's directory on its one
@@ -20,7 +21,8 @@
 //! data lives on. Under sync-before-ack nothing acknowledged may be lost, whatever the crash.
 //! The admin checker: a topic whose creation was acknowledged by any broker exists in the
 //! final image unless a deletion of it was attempted; a topic whose deletion was acknowledged
-//! does not (names are never reused). Liveness: after healing every partition accepts an
+//! does not (names are never reused); an acknowledged config change (one per topic) is in
+//! the final image unless a deletion was attempted. Liveness: after healing every partition accepts an
 //! append, and every broker answered admin requests.
 
 use std::collections::BTreeMap;
@@ -39,6 +41,10 @@ use samsa::controller::image::MetadataImage;
 use samsa::log::FlushPolicy;
 use samsa::protocol::create_topics::{CreatableTopic, CreateTopicsRequest, CreateTopicsResponse};
 use samsa::protocol::delete_topics::{DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+use samsa::protocol::incremental_alter_configs::{
+    AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+};
 use samsa::protocol::wire::Uuid;
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, Disk, MemDisk};
@@ -196,7 +202,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// One node, as `samsa broker` runs it, until it is killed or halts.
-async fn member(id: i32, disk: MemDisk, config: BrokerConfig, shared: Shared) {
+async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shared: Shared) {
     let halt = |why: String| {
         shared.notes.note(0, format!("node {id}: {why}"));
         if let Some(flag) = shared.needs_restart.get(&id) {
@@ -244,7 +250,7 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, shared: Shared) {
         config,
         Disk::mem(disk.clone()),
         Disk::mem(disk.clone()),
-        Clock::new(),
+        clock,
         controller_listener,
         Some(observer),
     )
@@ -329,11 +335,15 @@ struct AdminLog {
     /// Names a deletion was sent for (whatever its outcome).
     delete_attempted: Vec<String>,
     deleted: Vec<String>,
+    /// Topics a config change was sent for (once each), and the acknowledged ones with the
+    /// `retention.ms` they set.
+    alter_attempted: Vec<String>,
+    altered: Vec<(String, String)>,
     ok_by_node: BTreeMap<i32, u64>,
 }
 
-/// Creates topics (and deletes some of those it created) through every broker in turn, each
-/// request on a fresh connection to that broker alone.
+/// Creates topics, deletes some of those it created and changes the config of others,
+/// through every broker in turn, each request on a fresh connection to that broker alone.
 async fn admin(log: Arc<Mutex<AdminLog>>, mut rng: SmallRng, stop: Arc<AtomicBool>) {
     let limits = ConnectionLimits {
         request_timeout_ms: ADMIN_TIMEOUT_MS,
@@ -352,8 +362,45 @@ async fn admin(log: Arc<Mutex<AdminLog>>, mut rng: SmallRng, stop: Arc<AtomicBoo
             continue;
         };
         let created_count = lock(&log).created.len();
-        let delete = created_count > 0 && rng.gen_bool(0.3);
-        if delete {
+        let action = if created_count == 0 {
+            0
+        } else {
+            rng.gen_range(0..10)
+        };
+        if action >= 8 {
+            // A config change: `retention.ms` set to a value of its own, once per topic.
+            let name = {
+                let log = lock(&log);
+                log.created[rng.gen_range(0..log.created.len())].clone()
+            };
+            {
+                let mut log = lock(&log);
+                if log.alter_attempted.contains(&name) || log.delete_attempted.contains(&name) {
+                    continue;
+                }
+                log.alter_attempted.push(name.clone());
+            }
+            let value = rng.gen_range(3_600_000..7_200_000u64).to_string();
+            let request = IncrementalAlterConfigsRequest {
+                resources: vec![AlterConfigsResource {
+                    resource_type: 2,
+                    resource_name: name.clone(),
+                    configs: vec![AlterableConfig {
+                        name: "retention.ms".into(),
+                        config_operation: 0,
+                        value: Some(value.clone()),
+                    }],
+                }],
+                validate_only: false,
+            };
+            let answer: Option<IncrementalAlterConfigsResponse> =
+                send(&mut conn, 44, &request).await;
+            if answer.is_some_and(|r| r.responses.first().is_some_and(|t| t.error_code == 0)) {
+                let mut log = lock(&log);
+                log.altered.push((name, value));
+                *log.ok_by_node.entry(id).or_insert(0) += 1;
+            }
+        } else if action >= 5 {
             let name = {
                 let log = lock(&log);
                 log.created[rng.gen_range(0..log.created.len())].clone()
@@ -424,6 +471,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let cluster_id = samsa::broker::meta::random_uuid();
     let mut disks = BTreeMap::new();
     let mut nodes = BTreeMap::new();
+    let mut clocks: BTreeMap<i32, Clock> = BTreeMap::new();
     for id in 1..=NODES {
         let disk = MemDisk::new(rng.gen());
         disk.set_latency(50, 100, 2_000);
@@ -437,15 +485,26 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             .await
             .expect("formatting a simulated disk");
         let config = node_config(id, &options);
+        // The node's wall clock, kept here so that its jumps survive restarts.
+        let clock = Clock::new();
         let node = {
-            let (disk, shared) = (disk.clone(), shared.clone());
+            let (disk, shared, clock) = (disk.clone(), shared.clone(), clock.clone());
             handle
                 .create_node()
                 .name(format!("node-{id}"))
                 .ip(node_ip(id))
-                .init(move || member(id, disk.clone(), config.clone(), shared.clone()))
+                .init(move || {
+                    member(
+                        id,
+                        disk.clone(),
+                        config.clone(),
+                        clock.clone(),
+                        shared.clone(),
+                    )
+                })
                 .build()
         };
+        clocks.insert(id, clock);
         disks.insert(id, disk);
         nodes.insert(id, node);
     }
@@ -548,6 +607,18 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             continue;
         }
         let target = 1 + rng.gen_range(0..NODES);
+        if rng.gen_bool(0.15) {
+            // A wall-clock jump of one node (NTP step, VM pause): instant, nothing to undo.
+            let delta_ms = rng.gen_range(-600_000..600_000);
+            clocks[&target].jump(delta_ms);
+            event(
+                &mut nemesis,
+                &shared.notes,
+                format!("clock jump of node {target}: {delta_ms} ms"),
+            );
+            next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
+            continue;
+        }
         let fault = match rng.gen_range(0..4) {
             0 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
@@ -666,6 +737,16 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                     problems.push(format!(
                         "admin: the creation of {name} was acknowledged, the final image lacks it"
                     ));
+                }
+            }
+            for (name, value) in &admin_log.altered {
+                if admin_log.delete_attempted.contains(name) {
+                    continue;
+                }
+                let resource = samsa::controller::image::ConfigResource::topic(name);
+                let held = image.configs_of(&resource).get("retention.ms").cloned();
+                if held.as_ref() != Some(value) {
+                    problems.push(format!("admin: retention.ms={value} on {name} was acknowledged, the final image holds {held:?}"));
                 }
             }
             for name in &admin_log.deleted {
