@@ -22,7 +22,8 @@
 //! The admin checker: a topic whose creation was acknowledged by any broker exists in the
 //! final image unless a deletion of it was attempted; a topic whose deletion was acknowledged
 //! does not (names are never reused); an acknowledged config change (one per topic) is in
-//! the final image unless a deletion was attempted. Liveness: after healing every partition accepts an
+//! the final image unless a deletion was attempted. The registration checker: no two starts
+//! of a node (two live brokers of one id) use one incarnation id. Liveness: after healing every partition accepts an
 //! append, and every broker answered admin requests.
 
 use std::collections::BTreeMap;
@@ -195,6 +196,8 @@ struct Shared {
     muted: Arc<BTreeMap<i32, AtomicBool>>,
     /// Per node: it halted and needs a restart.
     needs_restart: Arc<BTreeMap<i32, AtomicBool>>,
+    /// Every start's (node id, incarnation id), in start order.
+    incarnations: Arc<Mutex<Vec<(i32, Uuid)>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -259,6 +262,7 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
         Ok(node) => node,
         Err(e) => return halt(format!("open failed: {e}")),
     };
+    lock(&shared.incarnations).push((id, node.incarnation_id));
     let broker = node.broker.clone();
     let image = broker.image();
     for partition in broker.topics.partitions().await {
@@ -466,6 +470,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         image: Arc::new(Mutex::new(None)),
         muted: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
         needs_restart: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
+        incarnations: Arc::new(Mutex::new(Vec::new())),
     };
     // Every node's directory formatted with one cluster id, as `samsa storage format` does.
     let cluster_id = samsa::broker::meta::random_uuid();
@@ -728,6 +733,18 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             ));
         }
         reports.insert(p, report);
+    }
+    // No two starts (live brokers) with one id and incarnation.
+    {
+        let started = lock(&shared.incarnations);
+        let mut seen = std::collections::BTreeSet::new();
+        for (id, incarnation) in started.iter() {
+            if !seen.insert((*id, incarnation.0)) {
+                problems.push(format!(
+                    "registration: two starts of node {id} with incarnation {incarnation:?}"
+                ));
+            }
+        }
     }
     let admin_log = std::mem::take(&mut *lock(&admin_log));
     match &final_image {

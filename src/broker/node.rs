@@ -74,6 +74,8 @@ pub struct Node {
     pub lifecycle: LifecycleHandle,
     /// Where the controller listener is bound.
     pub controller_address: String,
+    /// This start's incarnation, as its BrokerRegistration names it (new at every start).
+    pub incarnation_id: crate::protocol::wire::Uuid,
     /// The quorum's and the controller's tasks, watched with the log directory.
     parts: Parts,
     lifecycle_task: JoinHandle<()>,
@@ -306,6 +308,7 @@ impl Node {
             controller: controller.handle,
             lifecycle,
             controller_address,
+            incarnation_id,
             parts,
             lifecycle_task,
             publisher_task,
