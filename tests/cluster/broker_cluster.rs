@@ -7,6 +7,9 @@
 //! or Fetch sent to a broker that does not lead the partition carries KIP-951's hint (the
 //! leader, its epoch, its endpoint); `samsa metadata-quorum --bootstrap-server` works through
 //! every broker.
+//!
+//! Real sockets and files exist only without the `sim` feature.
+#![cfg(not(feature = "sim"))]
 
 use std::collections::{BTreeMap, BTreeSet};
 
