@@ -197,9 +197,8 @@ impl ControllerChannel {
         &self,
         request: &DescribeQuorumRequest,
     ) -> Result<DescribeQuorumResponse, ChannelError> {
-        let (response, _) = self
-            .forwarder
-            .forward(DESCRIBE_QUORUM, request, |r: DescribeQuorumResponse| {
+        self.forwarder
+            .forward_only(DESCRIBE_QUORUM, request, |r: DescribeQuorumResponse| {
                 let moved = r
                     .topics
                     .iter()
@@ -211,8 +210,7 @@ impl ControllerChannel {
                     Answer::Done(r)
                 }
             })
-            .await?;
-        Ok(response)
+            .await
     }
 
     /// The forwarder, when this node's controller is not the active one (a quorum of one
@@ -529,8 +527,8 @@ impl ControllerChannel {
         };
         if let Some(forwarder) = self.remote().await {
             // A block needs no image: nothing to wait for after it.
-            let (block, _) = forwarder
-                .forward(
+            let block = forwarder
+                .forward_only(
                     ALLOCATE_PRODUCER_IDS,
                     &wire,
                     |r: AllocateProducerIdsResponse| {

@@ -90,6 +90,29 @@ impl Forwarder {
         request: &Req,
         outcome: impl Fn(Resp) -> Answer<T>,
     ) -> Result<(T, Option<i64>), ChannelError> {
+        self.exchange(api_key, request, outcome, true).await
+    }
+
+    /// [`Forwarder::forward`] for an answer that needs no image applied after it (a
+    /// producer-id block, DescribeQuorum): the outcome alone, without asking for the high
+    /// watermark.
+    pub async fn forward_only<Req: Message, Resp: Message, T>(
+        &self,
+        api_key: i16,
+        request: &Req,
+        outcome: impl Fn(Resp) -> Answer<T>,
+    ) -> Result<T, ChannelError> {
+        let (value, _) = self.exchange(api_key, request, outcome, false).await?;
+        Ok(value)
+    }
+
+    async fn exchange<Req: Message, Resp: Message, T>(
+        &self,
+        api_key: i16,
+        request: &Req,
+        outcome: impl Fn(Resp) -> Answer<T>,
+        read_high_watermark: bool,
+    ) -> Result<(T, Option<i64>), ChannelError> {
         let mut slot = self.conn.lock().await;
         let mut last = String::from("no leader");
         for attempt in 0..FORWARD_ATTEMPTS_MAX {
@@ -148,7 +171,11 @@ impl Forwarder {
             };
             match outcome(response) {
                 Answer::Done(value) => {
-                    let high_watermark = high_watermark(conn).await;
+                    let high_watermark = if read_high_watermark {
+                        high_watermark(conn).await
+                    } else {
+                        None
+                    };
                     return Ok((value, high_watermark));
                 }
                 Answer::NotController => {
