@@ -26,6 +26,7 @@ use samsa::protocol::describe_quorum::{
 };
 use samsa::protocol::record_batch::Compression;
 
+use crate::controller_process::{free_port, sigterm};
 use crate::rdkafka_support as rk;
 
 const NODES: i32 = 3;
@@ -40,11 +41,6 @@ const REQUEST_TIMEOUT_MS: u64 = 2_000;
 struct Ports {
     client: u16,
     controller: u16,
-}
-
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
 }
 
 fn samsa() -> Command {
@@ -85,12 +81,6 @@ fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
         .stderr(stderr)
         .spawn()
         .expect("start samsa broker")
-}
-
-fn sigterm(child: &Child) {
-    let pid = i32::try_from(child.id()).expect("a pid");
-    // SAFETY: kill(2) with a pid this test spawned and has not reaped.
-    let _ = unsafe { libc::kill(pid, libc::SIGTERM) };
 }
 
 fn client(bootstrap: &str) -> Client {

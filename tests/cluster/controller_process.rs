@@ -32,7 +32,8 @@ fn three_voters() -> (Vec<(i32, u16)>, String) {
     (ports, voters)
 }
 
-fn free_port() -> u16 {
+/// A port nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").port()
 }
@@ -144,7 +145,7 @@ fn sigkill(children: &mut Vec<(i32, Child)>, ports: &[(i32, u16)], id: i32) -> V
         .collect()
 }
 
-fn sigterm(child: &Child) {
+pub fn sigterm(child: &Child) {
     let pid = i32::try_from(child.id()).expect("a pid");
     // SAFETY: kill(2) with a pid this test spawned and has not reaped.
     let _ = unsafe { libc::kill(pid, libc::SIGTERM) };

@@ -5,13 +5,8 @@
 
 use std::time::Duration;
 
+use crate::controller_process::free_port;
 use crate::raft_quorum::{TEST_RAFT, WAIT};
-
-/// A port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("its address").port()
-}
 
 const QUORUM_POLL_MS: u64 = 20;
 
