@@ -65,6 +65,8 @@ mod real {
     const CLIENTS: [usize; 3] = [1, 8, 64];
     const CLUSTER: &str = "bench";
     const BROKER: i32 = 100;
+    /// Heartbeats, 20 ms apart, to wait for the bench's broker to be unfenced.
+    const UNFENCE_ATTEMPTS_MAX: usize = 500;
 
     struct Voter {
         raft: RaftNode,
@@ -143,6 +145,25 @@ mod real {
             conn.send(62, 0, &registration).await.expect("registers");
         assert_eq!(registered.error_code, 0, "registration refused");
         let epoch = registered.broker_epoch;
+        // A registered broker is fenced until a caught-up heartbeat unfences it, and
+        // placement counts only unfenced brokers: wait for that before any CreateTopics.
+        let mut unfenced = false;
+        for _ in 0..UNFENCE_ATTEMPTS_MAX {
+            let answer: BrokerHeartbeatResponse = conn
+                .send(63, 0, &caught_up_heartbeat(BROKER, epoch))
+                .await
+                .expect("a heartbeat answer");
+            assert_eq!(answer.error_code, 0, "heartbeat refused: {answer:?}");
+            if !answer.is_fenced {
+                unfenced = true;
+                break;
+            }
+            time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            unfenced,
+            "the broker stayed fenced after {UNFENCE_ATTEMPTS_MAX} heartbeats"
+        );
         task::spawn(async move {
             loop {
                 let heartbeat = caught_up_heartbeat(BROKER, epoch);
