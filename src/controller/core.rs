@@ -502,6 +502,12 @@ struct Active {
     deferred: VecDeque<(i64, RequestId, Reply)>,
     /// Broker id -> the last heartbeat or registration, in ms.
     sessions: BTreeMap<i32, u64>,
+    /// Brokers that registered or heartbeated with this controller since it became active.
+    /// Every broker starts with a fresh session at activation, so a broker that died with the
+    /// previous controller (a combined node killed whole) looks alive until its session
+    /// expires; placement prefers the brokers heard from, so a topic created right after a
+    /// failover is not put on a dead broker.
+    heard_from: BTreeSet<i32>,
     /// Where the next topic's replicas start among the usable brokers.
     placement_cursor: usize,
 }
@@ -668,6 +674,19 @@ impl Controller {
             .keys()
             .map(|&id| (id, now_ms))
             .collect();
+        // The broker of this controller's own process is alive: it is heard from already.
+        let heard_from = self
+            .config
+            .colocated_broker
+            .filter(|(id, incarnation)| {
+                self.committed
+                    .brokers
+                    .get(id)
+                    .is_some_and(|b| b.incarnation_id == *incarnation)
+            })
+            .map(|(id, _)| id)
+            .into_iter()
+            .collect();
         self.active = Some(Active {
             epoch,
             working: self.committed.clone(),
@@ -675,6 +694,7 @@ impl Controller {
             pending: VecDeque::new(),
             deferred: VecDeque::new(),
             sessions,
+            heard_from,
             placement_cursor: 0,
         });
         // A new cluster's log begins with its metadata.version (Kafka's bootstrap records).
@@ -948,6 +968,7 @@ impl Controller {
         self.write(records);
         let active = self.active.as_mut().expect("active");
         active.sessions.insert(broker_id, now_ms);
+        active.heard_from.insert(broker_id);
         Ok(epoch)
     }
 
@@ -960,6 +981,7 @@ impl Controller {
         self.broker_epoch_check(broker_id, r.broker_epoch)?;
         let active = self.active.as_mut().expect("active");
         active.sessions.insert(broker_id, now_ms);
+        active.heard_from.insert(broker_id);
         let broker = active.working.brokers[&broker_id].clone();
         let is_caught_up = r.current_metadata_offset.0 >= broker.epoch;
         if broker.fenced {
@@ -1252,7 +1274,8 @@ impl Controller {
     }
 
     /// Replicas of `count` new partitions starting at `first`, `factor` each, spread over the
-    /// usable brokers round robin from the placement cursor.
+    /// usable brokers round robin from the placement cursor: over those this controller has
+    /// heard from since it became active when they are enough for `factor`, else over all.
     fn place(
         &mut self,
         name: &str,
@@ -1260,7 +1283,17 @@ impl Controller {
         count: i32,
         factor: i16,
     ) -> Result<Vec<Vec<i32>>, ControllerError> {
-        let brokers = self.usable_brokers();
+        let usable = self.usable_brokers();
+        let heard: Vec<i32> = usable
+            .iter()
+            .copied()
+            .filter(|id| self.active().heard_from.contains(id))
+            .collect();
+        let brokers = if factor >= 1 && heard.len() >= factor as usize {
+            heard
+        } else {
+            usable
+        };
         if factor < 1 || factor as usize > brokers.len() {
             return Err(ControllerError::InvalidReplicationFactor {
                 name: name.to_string(),

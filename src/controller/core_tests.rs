@@ -1114,3 +1114,65 @@ fn the_broker_of_the_controllers_own_process_re_registers_at_once() {
     assert_eq!(broker.epoch, epoch);
     assert!(broker.fenced, "registered fenced until caught up");
 }
+
+#[test]
+fn controller_after_a_failover_places_only_on_brokers_it_heard_from() {
+    let mut c = active(0);
+    let epochs: Vec<i64> = (1..=3).map(|id| join(&mut c, 0, id)).collect();
+    let leaders = |c: &Controller, name: &str| -> BTreeSet<i32> {
+        c.committed()
+            .topic(name)
+            .unwrap()
+            .partitions
+            .values()
+            .map(|p| p.leader)
+            .collect()
+    };
+    let beat = |c: &mut Controller, id: i32, epoch: i64| {
+        let offset = c.applied_offset();
+        let reply = call(c, 1_000, Request::Heartbeat(heartbeat(id, epoch, offset)));
+        assert!(matches!(reply, Reply::Heartbeat(Ok(_))), "{reply:?}");
+    };
+    create(&mut c, "before", 6, 1).unwrap();
+    assert_eq!(leaders(&c, "before"), BTreeSet::from([1, 2, 3]));
+    // Another epoch: broker 1 died with the previous controller, still unfenced (its fresh
+    // session has not expired), and only broker 2 has heartbeated since.
+    c.become_inactive();
+    let next = c.applied_offset() + 1;
+    c.become_active(1_000, 2, next);
+    // Heard from none yet: too few for the factor, so every unfenced broker counts.
+    create(&mut c, "unheard", 6, 1).unwrap();
+    assert_eq!(leaders(&c, "unheard"), BTreeSet::from([1, 2, 3]));
+    beat(&mut c, 2, epochs[1]);
+    create(&mut c, "after", 6, 1).unwrap();
+    assert_eq!(leaders(&c, "after"), BTreeSet::from([2]));
+    beat(&mut c, 3, epochs[2]);
+    create(&mut c, "later", 6, 1).unwrap();
+    assert_eq!(leaders(&c, "later"), BTreeSet::from([2, 3]));
+}
+
+#[test]
+fn controller_counts_the_broker_of_its_own_process_as_heard_from() {
+    let mut config = ControllerConfig::new(1, CLUSTER, 7);
+    config.colocated_broker = Some((2, Uuid([1; 16])));
+    let mut c = Controller::new(config, Arc::new(TestPolicy));
+    c.replay_committed(0, 0, 1, &[]).unwrap();
+    c.become_active(0, 1, 1);
+    commit_all(&mut c);
+    for id in 1..=3 {
+        join(&mut c, 0, id);
+    }
+    c.become_inactive();
+    let next = c.applied_offset() + 1;
+    c.become_active(1_000, 2, next);
+    create(&mut c, "after", 6, 1).unwrap();
+    let leaders: BTreeSet<i32> = c
+        .committed()
+        .topic("after")
+        .unwrap()
+        .partitions
+        .values()
+        .map(|p| p.leader)
+        .collect();
+    assert_eq!(leaders, BTreeSet::from([2]));
+}
