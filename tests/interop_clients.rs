@@ -39,7 +39,11 @@
 #[path = "support/broker_process.rs"]
 mod broker_process;
 
+#[path = "support/interop_scripts.rs"]
+mod interop_scripts;
+
 use broker_process::BrokerProcess;
+use interop_scripts::{interop_dir, node, node_or_skip, python_or_skip};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -61,78 +65,6 @@ const RESTART_DONE_FILE: &str = "restarted";
 /// The broker setting of the group tests: low, so three members joining one by one settle
 /// in seconds (Kafka's default is 3000 ms).
 const GROUP_INITIAL_REBALANCE_DELAY_MS: &str = "100";
-
-fn interop_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
-}
-
-/// The Python interpreter the scripts run with.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("SAMSA_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/venv/bin/python");
-    if venv.is_file() {
-        return venv;
-    }
-    PathBuf::from("python3")
-}
-
-fn node() -> PathBuf {
-    std::env::var_os("SAMSA_NODE").map_or_else(|| PathBuf::from("node"), PathBuf::from)
-}
-
-/// Runs `program args` quietly in the interop directory; whether it exited with 0.
-fn probe(program: &Path, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .current_dir(interop_dir())
-        .env_remove("LD_LIBRARY_PATH")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `Some(interpreter)` when `probe_args` (an import of the client and its codecs) succeeds
-/// with it; otherwise a notice and `None`, or a panic when `SAMSA_REQUIRE_CLIENTS=1`.
-fn client_or_skip(
-    test: &str,
-    interpreter: PathBuf,
-    probe_args: &[&str],
-    install: &str,
-) -> Option<PathBuf> {
-    if probe(&interpreter, probe_args) {
-        return Some(interpreter);
-    }
-    let why = format!(
-        "`{} {}` failed (install: {install})",
-        interpreter.display(),
-        probe_args.join(" ")
-    );
-    if std::env::var("SAMSA_REQUIRE_CLIENTS").as_deref() == Ok("1") {
-        panic!("{test}: the client is missing and SAMSA_REQUIRE_CLIENTS=1: {why}");
-    }
-    eprintln!("SKIPPED {test}: {why}; set SAMSA_REQUIRE_CLIENTS=1 to make this a failure");
-    None
-}
-
-const PIP_INSTALL: &str =
-    "python3 -m venv .ci/venv && .ci/venv/bin/pip install -r tests/interop/requirements.txt";
-
-fn python_or_skip(test: &str, imports: &str) -> Option<PathBuf> {
-    client_or_skip(test, python(), &["-c", imports], PIP_INSTALL)
-}
-
-fn node_or_skip(test: &str) -> Option<PathBuf> {
-    client_or_skip(
-        test,
-        node(),
-        &["-e", "require('kafkajs')"],
-        "cd tests/interop && npm ci",
-    )
-}
 
 /// What one script run left behind.
 struct ScriptRun {

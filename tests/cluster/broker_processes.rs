@@ -3,7 +3,9 @@
 //! the README's three-node cluster runs them:
 //! - a topic of six partitions created through librdkafka's admin client is spread over the
 //!   three brokers; librdkafka produces to it with acks=all and reads every record back in
-//!   order per partition, from each partition's leader;
+//!   order per partition, from each partition's leader; then tests/interop/cluster_clients.py
+//!   runs kafka-python (produce, read back in order) and a group of three confluent-kafka
+//!   members (two partitions each, every record read once, commits at the end) on it;
 //! - the active controller's process killed with SIGKILL, a new one is elected and topic
 //!   creation works again through the surviving brokers (the time until a new topic accepts a
 //!   produce on every partition is printed: the closing-note figure);
@@ -27,6 +29,7 @@ use samsa::protocol::describe_quorum::{
 use samsa::protocol::record_batch::Compression;
 
 use crate::controller_process::{free_port, sigterm};
+use crate::interop_scripts::{interop_dir, python_or_skip};
 use crate::rdkafka_support as rk;
 
 const NODES: i32 = 3;
@@ -35,6 +38,8 @@ const RECORDS: usize = 600;
 /// Polls while waiting for the cluster, one per `POLL_MS` (60 s in all).
 const POLLS_MAX: u32 = 600;
 const POLL_MS: u64 = 100;
+/// Polls of cluster_clients.py before it is killed (300 s in all; it takes seconds).
+const SCRIPT_POLLS_MAX: u32 = 3_000;
 /// A request's bound while nodes come and go.
 const REQUEST_TIMEOUT_MS: u64 = 2_000;
 
@@ -81,6 +86,55 @@ fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
         .stderr(stderr)
         .spawn()
         .expect("start samsa broker")
+}
+
+/// Runs tests/interop/cluster_clients.py (kafka-python; a group of three confluent-kafka
+/// members) against the cluster and panics with its output unless it passed.
+#[allow(clippy::disallowed_methods)] // the script's output file in the test's own directory
+async fn run_cluster_clients(python: &Path, dir: &Path, bootstrap: &str, brokers: &[i32]) {
+    let out_path = dir.join("cluster_clients.out");
+    let out = std::fs::File::create(&out_path).expect("the script's output file");
+    let err = out.try_clone().expect("clone the output file");
+    let ids = brokers
+        .iter()
+        .map(i32::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut child = Command::new(python)
+        .arg("cluster_clients.py")
+        .current_dir(interop_dir())
+        // `cargo test` puts the rdkafka crate's bundled librdkafka on LD_LIBRARY_PATH; the
+        // clients must use their own.
+        .env_remove("LD_LIBRARY_PATH")
+        .env("SAMSA_BOOTSTRAP", bootstrap)
+        .env("SAMSA_CLUSTER_BROKERS", ids)
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .spawn()
+        .expect("start cluster_clients.py");
+    let output = || std::fs::read_to_string(&out_path).unwrap_or_default();
+    for _ in 0..SCRIPT_POLLS_MAX {
+        if let Ok(Some(status)) = child.try_wait() {
+            println!("----- cluster_clients.py ({status}):\n{}", output());
+            assert!(
+                status.success(),
+                "cluster_clients.py exited with {status}; its output:\n{}",
+                output()
+            );
+            return;
+        }
+        sleep_poll().await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!(
+        "cluster_clients.py still running after {} ms; killed. Its output:\n{}",
+        u64::from(SCRIPT_POLLS_MAX) * POLL_MS,
+        output()
+    );
 }
 
 fn client(bootstrap: &str) -> Client {
@@ -268,6 +322,14 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
     let read = rk::consume_ranges(&consumer, "six", &ranges);
     rk::assert_matches("six", &acked, &read, false);
     drop(consumer);
+
+    // kafka-python, and a group of three confluent-kafka members, on the same cluster.
+    if let Some(python) = python_or_skip(
+        "broker_processes (cluster_clients.py)",
+        "import confluent_kafka, kafka",
+    ) {
+        run_cluster_clients(&python, dir.path(), &bootstrap, &all).await;
+    }
 
     // SIGKILL of the active controller: the survivors elect another and create topics again.
     let mut active = None;

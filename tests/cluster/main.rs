@@ -17,6 +17,8 @@
 
 #[path = "../support/controller_requests.rs"]
 mod controller_requests;
+#[path = "../support/interop_scripts.rs"]
+mod interop_scripts;
 #[path = "../support/rdkafka_support.rs"]
 mod rdkafka_support;
 
