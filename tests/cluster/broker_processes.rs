@@ -88,6 +88,153 @@ fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
         .expect("start samsa broker")
 }
 
+/// `samsa metadata-quorum --bootstrap-server <bootstrap> describe <view>`'s output.
+fn metadata_quorum(bootstrap: &str, view: &str) -> String {
+    let out = samsa()
+        .args([
+            "metadata-quorum",
+            "--bootstrap-server",
+            bootstrap,
+            "describe",
+            view,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run samsa metadata-quorum");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "samsa metadata-quorum describe {view} exited with {}: {text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+/// `samsa metadata-quorum describe --status` and `--replication` through the brokers'
+/// client listeners, every field checked against DescribeQuorum asked before and after (the
+/// high watermark may move between them) and against the cluster's id and voters.
+async fn check_metadata_quorum_cli(ports: &BTreeMap<i32, Ports>, all: &[i32], cluster_id: &str) {
+    let before = quorum_state(ports, all).await.expect("a quorum leader");
+    // Through one broker that does not lead the quorum (it forwards), and through all three.
+    let follower = *all
+        .iter()
+        .find(|id| **id != before.leader_id)
+        .expect("a follower");
+    let status = metadata_quorum(&bootstrap_of(ports, &[follower]), "--status");
+    let replication = metadata_quorum(&bootstrap_of(ports, all), "--replication");
+    let after = quorum_state(ports, all).await.expect("a quorum leader");
+    assert_eq!(before.leader_id, after.leader_id, "the leader changed");
+    assert_eq!(before.leader_epoch, after.leader_epoch, "the epoch changed");
+    let hw_range = before.high_watermark..=after.high_watermark;
+
+    let fields: Vec<(&str, &str)> = status
+        .lines()
+        .map(|l| {
+            let (name, value) = l.split_once(':').expect("Name: value");
+            (name, value.trim())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "ClusterId",
+            "LeaderId",
+            "LeaderEpoch",
+            "HighWatermark",
+            "MaxFollowerLag",
+            "MaxFollowerLagTimeMs",
+            "CurrentVoters",
+            "CurrentObservers"
+        ],
+        "{status}"
+    );
+    let field = |name: &str| fields.iter().find(|(n, _)| *n == name).expect(name).1;
+    let number = |name: &str| -> i64 {
+        field(name)
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is not a number: {status}"))
+    };
+    assert_eq!(field("ClusterId"), cluster_id, "{status}");
+    assert_eq!(number("LeaderId"), i64::from(before.leader_id), "{status}");
+    assert_eq!(
+        number("LeaderEpoch"),
+        i64::from(before.leader_epoch),
+        "{status}"
+    );
+    assert!(
+        hw_range.contains(&number("HighWatermark")),
+        "{hw_range:?}: {status}"
+    );
+    let max_lag = number("MaxFollowerLag");
+    assert!((0..=after.high_watermark).contains(&max_lag), "{status}");
+    assert!(number("MaxFollowerLagTimeMs") >= 0, "{status}");
+    let voters = all
+        .iter()
+        .map(|id| format!(r#"{{"id": {id}}}"#))
+        .collect::<Vec<_>>()
+        .join(", ");
+    assert_eq!(field("CurrentVoters"), format!("[{voters}]"), "{status}");
+    assert_eq!(field("CurrentObservers"), "[]", "{status}");
+
+    let rows: Vec<Vec<&str>> = replication
+        .lines()
+        // Kafka's table ends each row with a tab.
+        .map(|l| l.trim_end().split('\t').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 1 + all.len(), "{replication}");
+    assert_eq!(
+        rows[0],
+        [
+            "NodeId",
+            "DirectoryId",
+            "LogEndOffset",
+            "Lag",
+            "LastFetchTimestamp",
+            "LastCaughtUpTimestamp",
+            "Status"
+        ],
+        "{replication}"
+    );
+    let now_ms = rk::now_ms();
+    let mut ids = BTreeSet::new();
+    for row in &rows[1..] {
+        assert_eq!(row.len(), 7, "{replication}");
+        let id: i32 = row[0].parse().expect("a node id");
+        ids.insert(id);
+        let role = if id == before.leader_id {
+            "Leader"
+        } else {
+            "Follower"
+        };
+        assert_eq!(row[6], role, "node {id}: {replication}");
+        assert!(!row[1].is_empty(), "a directory id: {replication}");
+        let end: i64 = row[2].parse().expect("LogEndOffset");
+        let lag: i64 = row[3].parse().expect("Lag");
+        assert!(end <= after.high_watermark + 1 && end >= 0, "{replication}");
+        assert!(lag >= 0 && lag <= after.high_watermark, "{replication}");
+        for (column, at) in [
+            ("LastFetchTimestamp", row[4]),
+            ("LastCaughtUpTimestamp", row[5]),
+        ] {
+            let at: i64 = at
+                .parse()
+                .unwrap_or_else(|_| panic!("{column}: {replication}"));
+            assert!(
+                (now_ms - 60_000..=now_ms).contains(&at),
+                "{column} {at} is not within the last minute of {now_ms}: {replication}"
+            );
+        }
+    }
+    assert_eq!(ids, all.iter().copied().collect(), "{replication}");
+    assert_eq!(
+        rows[1][0],
+        before.leader_id.to_string(),
+        "the leader's row first: {replication}"
+    );
+}
+
 /// Runs tests/interop/cluster_clients.py (kafka-python; a group of three confluent-kafka
 /// members) against the cluster and panics with its output unless it passed.
 #[allow(clippy::disallowed_methods)] // the script's output file in the test's own directory
@@ -157,6 +304,19 @@ fn bootstrap_of(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> String {
 
 /// The quorum's leader, asked of a broker's client listener (which forwards DescribeQuorum).
 async fn active_controller(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<i32> {
+    quorum_state(ports, ids).await.map(|q| q.leader_id)
+}
+
+/// What DescribeQuorum says of the metadata quorum.
+struct QuorumState {
+    leader_id: i32,
+    leader_epoch: i32,
+    high_watermark: i64,
+}
+
+/// The quorum's leader, epoch and high watermark, asked of the first of `ids` whose client
+/// listener answers (brokers forward DescribeQuorum to the quorum's leader).
+async fn quorum_state(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<QuorumState> {
     for id in ids {
         let limits = ConnectionLimits {
             request_timeout_ms: REQUEST_TIMEOUT_MS,
@@ -179,14 +339,18 @@ async fn active_controller(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<
         else {
             continue;
         };
-        let leader = response
+        let state = response
             .topics
             .first()
             .and_then(|t| t.partitions.first())
-            .filter(|p| p.error_code == 0)
-            .map(|p| p.leader_id.0);
-        if leader.is_some() {
-            return leader;
+            .filter(|p| p.error_code == 0 && p.leader_id.0 >= 0)
+            .map(|p| QuorumState {
+                leader_id: p.leader_id.0,
+                leader_epoch: p.leader_epoch.0,
+                high_watermark: p.high_watermark.0,
+            });
+        if state.is_some() {
+            return state;
         }
     }
     None
@@ -330,6 +494,8 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
     ) {
         run_cluster_clients(&python, dir.path(), &bootstrap, &all).await;
     }
+
+    check_metadata_quorum_cli(&ports, &all, &cluster_id).await;
 
     // SIGKILL of the active controller: the survivors elect another and create topics again.
     let mut active = None;
