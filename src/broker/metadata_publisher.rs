@@ -148,6 +148,8 @@ impl MetadataPublisher {
         // `__consumer_offsets` partitions this broker leads again: their groups are loaded
         // anew from the log, as a Kafka coordinator loads them on its election.
         let mut regained: Vec<Arc<crate::broker::partition::Partition>> = Vec::new();
+        // `__consumer_offsets` partitions this broker stops leading: their groups unload.
+        let mut lost: Vec<i32> = Vec::new();
         for partition in &partitions {
             let leads = registered
                 && image
@@ -159,6 +161,9 @@ impl MetadataPublisher {
             leading += usize::from(leads);
             if leads && !partition.is_leading() && partition.topic == OFFSETS_TOPIC {
                 regained.push(partition.clone());
+            }
+            if !leads && partition.is_leading() && partition.topic == OFFSETS_TOPIC {
+                lost.push(partition.index);
             }
             partition.set_leading(leads);
         }
@@ -181,6 +186,9 @@ impl MetadataPublisher {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(image.clone());
         broker.set_image(image.clone());
+        for index in lost {
+            broker.coordinator.resign(index).await;
+        }
         // `__consumer_offsets` created through another broker: this broker's coordinator
         // loads its partitions here too (once; a load already done returns at once), in the
         // background, as at a start. Only once this broker is registered and unfenced: before

@@ -226,6 +226,27 @@ impl GroupCoordinator {
             .await;
     }
 
+    /// This broker no longer leads `index` of `__consumer_offsets`: its groups are forgotten
+    /// at once (Kafka's `onResignation`), so every request for them, and every request
+    /// waiting in them, gets NOT_COORDINATOR and the members look for the new coordinator
+    /// instead of being served by a coordinator whose writes would fail. A load of the
+    /// partition still running finds the shard unloaded and stops.
+    pub async fn resign(&self, index: i32) {
+        let mut inner = self.shared.inner.lock().await;
+        let Some(slot) = inner.shards.get_mut(&index) else {
+            return;
+        };
+        if slot.shard.status() == ShardStatus::Unloaded {
+            return;
+        }
+        tracing::info!(
+            partition = index,
+            "no longer leading {OFFSETS_TOPIC}-{index}: its groups are unloaded"
+        );
+        slot.shard.unload(ErrorCode::NOT_COORDINATOR);
+        self.shared.process(&mut inner, index).await;
+    }
+
     /// The `__consumer_offsets` partition of `group_id`, if the topic exists here.
     pub async fn partition_of(&self, group_id: &str) -> Option<i32> {
         let partitions = self.shared.inner.lock().await.partitions?;

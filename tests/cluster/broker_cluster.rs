@@ -6,7 +6,8 @@
 //! FindCoordinator names the leader of the group's `__consumer_offsets` partition; a Produce
 //! or Fetch sent to a broker that does not lead the partition carries KIP-951's hint (the
 //! leader, its epoch, its endpoint); `samsa metadata-quorum --bootstrap-server` works through
-//! every broker.
+//! every broker; a coordinator whose broker stops leading the group's `__consumer_offsets`
+//! partition (fenced) answers NOT_COORDINATOR at once, and serves again once it leads again.
 //!
 //! Real sockets and files exist only without the `sim` feature.
 #![cfg(not(feature = "sim"))]
@@ -384,5 +385,73 @@ async fn three_combined_nodes_spread_serve_and_forward() {
             n.id
         );
     }
+    stop_cluster(nodes).await;
+}
+
+/// DescribeGroups of `group` sent to `address`: the group's error code.
+async fn describe_group_code(address: &str, group: &str) -> i16 {
+    use samsa::protocol::describe_groups::{DescribeGroupsRequest, DescribeGroupsResponse};
+    let mut conn = Connection::connect(address, "broker-cluster-test", ConnectionLimits::default())
+        .await
+        .expect("connects");
+    let request = DescribeGroupsRequest {
+        groups: vec![group.to_string()],
+        include_authorized_operations: false,
+    };
+    let response: DescribeGroupsResponse = conn.send(15, 0, &request).await.expect("answers");
+    response.groups.first().expect("one group").error_code
+}
+
+/// A coordinator whose broker stops leading the group's `__consumer_offsets` partition (here:
+/// fenced, its heartbeats cut off) unloads the group at once: a request there gets
+/// NOT_COORDINATOR rather than an answer from groups it no longer owns. Unfenced again, it
+/// leads and loads the partition again and serves the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_coordinator_that_stops_leading_answers_not_coordinator() {
+    const NOT_COORDINATOR: i16 = 16;
+    const POLLS_MAX: usize = 200;
+    let poll = || tokio::time::sleep(std::time::Duration::from_millis(50));
+    let dirs: Vec<tempfile::TempDir> = (0..NODES).map(|_| tempfile::tempdir().unwrap()).collect();
+    let nodes = start_cluster(&dirs).await;
+    let group = "resigning-group";
+    let mut coordinator = None;
+    for _ in 0..POLLS_MAX {
+        if let Ok(found) = client(&nodes[0].address).find_coordinator(group).await {
+            coordinator = Some(found);
+            break;
+        }
+        poll().await;
+    }
+    let coordinator = coordinator.expect("a coordinator");
+    let owner = nodes
+        .iter()
+        .find(|n| n.id == coordinator.node_id)
+        .expect("the coordinator is a node");
+    // DescribeGroups until `done(code)` or POLLS_MAX polls; the last code.
+    let describe_until = |done: fn(i16) -> bool| async move {
+        let mut code = -1;
+        for _ in 0..POLLS_MAX {
+            code = describe_group_code(&owner.address, group).await;
+            if done(code) {
+                break;
+            }
+            poll().await;
+        }
+        code
+    };
+    // Served while it leads (the group is unknown: Dead, no error).
+    let code = describe_until(|c| c == 0).await;
+    assert_eq!(code, 0, "the coordinator serves the group");
+
+    owner.node.lifecycle.set_muted(true);
+    let code = describe_until(|c| c != 0).await;
+    assert_eq!(
+        code, NOT_COORDINATOR,
+        "a fenced coordinator answers NOT_COORDINATOR"
+    );
+
+    owner.node.lifecycle.set_muted(false);
+    let code = describe_until(|c| c == 0).await;
+    assert_eq!(code, 0, "unfenced, it serves the group again");
     stop_cluster(nodes).await;
 }
