@@ -4,8 +4,13 @@
 //! topic (`sim`, `PARTITIONS` partitions, auto-created through whichever broker a client
 //! reaches first) is spread over the three brokers, one replica per partition. One producing
 //! and reading process per partition (Samsa's Rust client, routed to each partition's leader
-//! by Metadata) and an admin process that creates and deletes topics through every broker in
-//! turn (creating, deleting and changing the configs of topics) run while the nemesis:
+//! by Metadata), an admin process that creates and deletes topics through every broker in
+//! turn (creating, deleting and changing the configs of topics), and a consumer group
+//! (`groups`' workload: three members that crash and pause past their sessions, and its
+//! producer, on a topic of its own; FindCoordinator goes to each broker in turn and the
+//! coordinator is the leader of the one `__consumer_offsets` partition, which unloads and
+//! reloads the groups as fencing takes its leadership away and gives it back) run while the
+//! nemesis:
 //! - kills a node (process crash or power loss of its disk) and restarts it;
 //! - cuts a node off from the other two (it stays reachable from the clients): its controller
 //!   loses the quorum, its broker is fenced once its session expires;
@@ -22,7 +27,10 @@
 //! The admin checker: a topic whose creation was acknowledged by any broker exists in the
 //! final image unless a deletion of it was attempted; a topic whose deletion was acknowledged
 //! does not (names are never reused); an acknowledged config change (one per topic) is in
-//! the final image unless a deletion was attempted. The registration checker: no two starts
+//! the final image unless a deletion was attempted. The group checkers (`check_groups`:
+//! split-assignment, generation-regress, zombie-commit, lost-commit, commit-regress, and
+//! unseen after the healing phase) over the group's history, against its topic's partitions
+//! read offline from their replicas' disks. The registration checker: no two starts
 //! of a node (two live brokers of one id) use one incarnation id. Liveness: after healing every partition accepts an
 //! append, and every broker answered admin requests.
 
@@ -53,6 +61,7 @@ use samsa::rt::net::TcpListener;
 use samsa::rt::time::{self, Duration, Instant};
 use samsa_spec::{AnomalyKind, CheckOptions, NodeEvent, Outcome, Report};
 
+use crate::groups::{self, GroupOptions};
 use crate::harness::{partition_log_config, read_offline, Recorder};
 use crate::node::TOPIC;
 use crate::workload::{Keying, Workload};
@@ -101,6 +110,10 @@ pub struct ClusterOptions {
     pub bugs: BrokerBugs,
     /// Sync before ack (the default), or a page-cache mode for the checker's broken option.
     pub flush: FlushPolicy,
+    /// A consumer group (`groups`'s workload: members that crash and pause, a producer)
+    /// consuming its own topic, spread like the others, with its coordinator on the leader of
+    /// the one `__consumer_offsets` partition; judged by `check_groups`.
+    pub groups: Option<GroupOptions>,
 }
 
 impl Default for ClusterOptions {
@@ -114,7 +127,44 @@ impl Default for ClusterOptions {
             mute: None,
             bugs: BrokerBugs::default(),
             flush: FlushPolicy::SyncBeforeAck,
+            groups: Some(GroupOptions::default()),
         }
+    }
+}
+
+/// What the consumer group got done in a run (so that a suite shows its checkers judged
+/// something).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupWork {
+    pub joins: usize,
+    pub records_delivered: usize,
+    pub commits_acknowledged: usize,
+}
+
+impl GroupWork {
+    fn of(history: &samsa_spec::History) -> GroupWork {
+        let mut work = GroupWork::default();
+        for op in history.operations() {
+            match &op.outcome {
+                Some(Outcome::Joined { .. }) => work.joins += 1,
+                Some(Outcome::Read { records, .. }) => work.records_delivered += records.len(),
+                Some(Outcome::Committed { results }) => {
+                    work.commits_acknowledged += usize::from(
+                        results
+                            .iter()
+                            .any(|(_, r)| *r == samsa_spec::CommitResult::Acknowledged),
+                    )
+                }
+                _ => {}
+            }
+        }
+        work
+    }
+
+    fn add(&mut self, other: GroupWork) {
+        self.joins += other.joins;
+        self.records_delivered += other.records_delivered;
+        self.commits_acknowledged += other.commits_acknowledged;
     }
 }
 
@@ -122,6 +172,10 @@ impl Default for ClusterOptions {
 pub struct ClusterOutcome {
     /// Each partition's report (a partition that never existed has none).
     pub reports: BTreeMap<i32, Report>,
+    /// The consumer group's report (`check_groups`), when the run had one.
+    pub group: Option<Report>,
+    /// What the group did: joins, records delivered to members, commits acknowledged.
+    pub group_work: GroupWork,
     /// Problems outside the data checkers (admin, liveness).
     pub problems: Vec<String>,
     pub nemesis: Vec<String>,
@@ -132,11 +186,19 @@ pub struct ClusterOutcome {
 
 impl ClusterOutcome {
     pub fn has(&self, kind: AnomalyKind) -> bool {
-        self.reports.values().any(|r| r.has(kind))
+        self.reports
+            .values()
+            .chain(&self.group)
+            .any(|r| r.has(kind))
     }
 
     pub fn is_valid(&self) -> bool {
-        self.problems.is_empty() && self.reports.values().all(Report::is_valid)
+        self.problems.is_empty()
+            && self
+                .reports
+                .values()
+                .chain(&self.group)
+                .all(Report::is_valid)
     }
 
     pub fn summary(&self) -> String {
@@ -146,6 +208,9 @@ impl ClusterOutcome {
             .filter(|(_, r)| !r.is_valid())
             .map(|(p, r)| format!("partition {p}: {}", r.summary()))
             .collect();
+        if let Some(group) = self.group.as_ref().filter(|r| !r.is_valid()) {
+            out.push(format!("group: {}", group.summary()));
+        }
         out.extend(self.problems.iter().cloned());
         out.join("\n")
     }
@@ -163,6 +228,7 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
         log_flush: options.flush,
         num_partitions: PARTITIONS,
         bugs: options.bugs,
+        groups: groups::broker_settings(),
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: node_ip(id).to_string(),
@@ -188,6 +254,9 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
 struct Shared {
     /// Each partition's history.
     recorders: Arc<Vec<Recorder>>,
+    /// The consumer group's history (all its partitions: the group checkers judge them
+    /// together).
+    group_recorder: Recorder,
     /// Harness notes (the nemesis, the nodes' failures).
     notes: Recorder,
     /// The newest image any node applied, for the final checks.
@@ -466,6 +535,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let recorders: Vec<Recorder> = (0..PARTITIONS).map(|_| Recorder::new()).collect();
     let shared = Shared {
         recorders: Arc::new(recorders),
+        group_recorder: Recorder::new(),
         notes: Recorder::new(),
         image: Arc::new(Mutex::new(None)),
         muted: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
@@ -533,6 +603,20 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         };
         joins.push(clients.spawn(workload.run()));
     }
+    let group_phase = groups::Phase {
+        quiet: Arc::new(AtomicBool::new(false)),
+        stop: Arc::clone(&stop),
+    };
+    let group_run = options.groups.clone().map(|group_options| {
+        clients.spawn(groups::run(
+            bootstrap.clone(),
+            shared.group_recorder.clone(),
+            SmallRng::seed_from_u64(rng.gen()),
+            Clock::new(),
+            group_options,
+            group_phase.clone(),
+        ))
+    });
     let admin_log = Arc::new(Mutex::new(AdminLog::default()));
     let admin_stop = Arc::new(AtomicBool::new(false));
     let admin_join = clients.spawn(admin(
@@ -551,6 +635,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         for r in shared.recorders.iter() {
             r.note(1_000, text.clone());
         }
+        shared.group_recorder.note(1_000, text.clone());
         nemesis.push(format!("{stamp} {text}"));
     };
     // A node that halted (its log directory failed) is restarted, as a supervisor would.
@@ -662,6 +747,8 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         flag.store(false, Ordering::Release);
     }
     event(&mut nemesis, &shared.notes, "heal".to_string());
+    // No more member faults; the group's producer stops, so its high watermarks settle.
+    group_phase.quiet.store(true, Ordering::Release);
     let heal_ns: Vec<u64> = shared.recorders.iter().map(Recorder::now_ns).collect();
     let heal_end = time::now() + Duration::from_millis(options.heal_ms);
     while time::now() < heal_end {
@@ -674,6 +761,10 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         let _ = join.await;
     }
     let _ = admin_join.await;
+    let group_watermarks = match group_run {
+        Some(run) => run.await.ok(),
+        None => None,
+    };
 
     // The final crash of every node, then each partition read offline from its replica's
     // disk, as a fresh process would.
@@ -734,6 +825,58 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         }
         reports.insert(p, report);
     }
+    // The consumer group: its topic's partitions read offline from their replicas' disks.
+    let mut group_work = GroupWork::default();
+    let group = if options.groups.is_some() {
+        let mut finals = BTreeMap::new();
+        for (partition, high_watermark) in group_watermarks.iter().flatten() {
+            let replica = final_image
+                .as_ref()
+                .and_then(|i| i.partition(groups::GROUP_TOPIC, *partition))
+                .and_then(|r| r.replicas.first().copied());
+            let Some(replica) = replica else {
+                problems.push(format!(
+                    "group: {}-{partition} has a high watermark but no image holds it",
+                    groups::GROUP_TOPIC
+                ));
+                continue;
+            };
+            let config = partition_log_config(&node_config(replica, &options));
+            let log = read_offline(
+                &disks[&replica],
+                &format!("{}-{partition}", groups::GROUP_TOPIC),
+                &config,
+                &clock,
+                &shared.group_recorder,
+                false,
+            )
+            .await;
+            finals.insert(
+                samsa_spec::TopicPartition::new(groups::GROUP_TOPIC, *partition),
+                samsa_spec::FinalPartition {
+                    log,
+                    high_watermark: *high_watermark,
+                },
+            );
+        }
+        let history = shared.group_recorder.take();
+        group_work = GroupWork::of(&history);
+        let mut report = Report::default();
+        samsa_spec::check_groups(
+            &history,
+            &finals,
+            &CheckOptions {
+                // The healing phase let the group stabilise and drain every partition.
+                groups_stable_at_end: group_watermarks.is_some(),
+                ..CheckOptions::default()
+            },
+            &mut report,
+        );
+        ops += history.operations().len();
+        Some(report)
+    } else {
+        None
+    };
     // No two starts (live brokers) with one id and incarnation.
     {
         let started = lock(&shared.incarnations);
@@ -778,6 +921,8 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     }
     ClusterOutcome {
         reports,
+        group,
+        group_work,
         problems,
         nemesis,
         admin_ok_by_node: admin_log.ok_by_node,
@@ -837,6 +982,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
     let began = std::time::Instant::now();
     let mut admin_ok: BTreeMap<i32, u64> = BTreeMap::new();
     let mut ops = 0;
+    let mut group_work = GroupWork::default();
     for seed in range.clone() {
         let outcome = run_cluster_seed(seed, options);
         if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
@@ -850,8 +996,10 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
                     r.ops_ok, r.ops_failed, r.ops_unknown
                 );
             }
+            eprintln!("  group: {:?}", outcome.group_work);
         }
         ops += outcome.ops;
+        group_work.add(outcome.group_work);
         for (id, n) in &outcome.admin_ok_by_node {
             *admin_ok.entry(*id).or_insert(0) += n;
         }
@@ -862,6 +1010,14 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
             outcome.nemesis.join("\n  ")
         );
     }
+    if options.groups.is_some() {
+        assert!(
+            group_work.joins > 0
+                && group_work.records_delivered > 0
+                && group_work.commits_acknowledged > 0,
+            "{test_name}: the consumer group got nothing done over the suite: {group_work:?}"
+        );
+    }
     for id in 1..=NODES {
         assert!(
             admin_ok.get(&id).copied().unwrap_or(0) > 0,
@@ -869,7 +1025,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
         );
     }
     eprintln!(
-        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, admin successes by node {admin_ok:?}, {:.1} s",
+        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, admin successes by node {admin_ok:?}, group {group_work:?}, {:.1} s",
         range.end - range.start,
         range.start,
         range.end,

@@ -289,6 +289,7 @@ async fn member_slot(
             phase: phase.clone(),
             client: new_client(&bootstrap, &format!("sim-member-{process}-{incarnation}")),
             bootstrap: bootstrap.clone(),
+            bootstrap_turn: 0,
             coordinator: None,
             member_id: String::new(),
             joined: None,
@@ -369,7 +370,10 @@ struct Member {
     phase: Phase,
     /// For fetches (the partition's leader) and the topic's metadata.
     client: Client,
+    /// The brokers' addresses, comma-separated; FindCoordinator goes to each in turn.
     bootstrap: String,
+    /// How many FindCoordinator connections this member opened (picks the next address).
+    bootstrap_turn: usize,
     /// The group coordinator's connection, once found.
     coordinator: Option<Connection>,
     member_id: String,
@@ -509,7 +513,10 @@ impl Member {
             ..ConnectionLimits::default()
         };
         let client_id = format!("sim-member-{}", self.process);
-        let mut bootstrap = Connection::connect(&self.bootstrap, &client_id, limits.clone())
+        let addresses: Vec<&str> = self.bootstrap.split(',').collect();
+        let address = addresses[self.bootstrap_turn % addresses.len()];
+        self.bootstrap_turn = self.bootstrap_turn.wrapping_add(1);
+        let mut bootstrap = Connection::connect(address, &client_id, limits.clone())
             .await
             .ok()?;
         let request = FindCoordinatorRequest {

@@ -1229,8 +1229,9 @@ fn quorum_failover_times() {
 /// partitions spread over them, one producing and reading process per partition routed to
 /// each leader, admin requests through every broker in turn, under kills with process
 /// crashes and power loss, a node cut off from the quorum, muted heartbeats and cut client
-/// links. Each partition's data checkers judge its one replica; nothing acknowledged may
-/// be lost (sync before ack).
+/// links, with a consumer group of crashing and pausing members on a topic of its own. Each
+/// partition's data checkers judge its one replica; nothing acknowledged may be lost (sync
+/// before ack); the group checkers judge the group across coordinator unloads and reloads.
 #[test]
 fn sharded_cluster_keeps_every_partitions_acknowledged_records() {
     cluster::run_cluster_suite(
@@ -1295,6 +1296,36 @@ fn cluster_acknowledging_before_sync_is_caught_as_lost_write() {
     assert!(
         caught.len() >= 3,
         "expected lost-write in most of seeds {seeds:?} with ack-before-sync under power loss, caught in {caught:?}"
+    );
+}
+
+/// The cluster's group checkers fire on a deliberately broken coordinator: one that accepts
+/// OffsetCommit and SyncGroup whatever their generation lets zombies and late commits of an
+/// earlier generation through, wherever the coordinator runs (the honest coordinator passes
+/// the sharded suite).
+#[test]
+fn cluster_group_stale_generation_accepted_is_caught() {
+    let options = cluster::ClusterOptions {
+        bugs: BrokerBugs {
+            coordinator: CoordinatorBugs {
+                accept_stale_generation: true,
+                ..CoordinatorBugs::default()
+            },
+            ..BrokerBugs::default()
+        },
+        ..cluster::ClusterOptions::default()
+    };
+    let seeds = 1..6;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            let outcome = cluster::run_cluster_seed(seed, &options);
+            outcome.has(AnomalyKind::SplitAssignment) || outcome.has(AnomalyKind::ZombieCommit)
+        })
+        .collect();
+    assert!(
+        caught.len() >= 3,
+        "expected split-assignment or zombie-commit in most of seeds {seeds:?} with stale generations accepted, caught in {caught:?}"
     );
 }
 
