@@ -9,6 +9,10 @@
 //! - [`Controller::become_active`] makes this controller the one that writes, once its raft
 //!   replica leads and it has applied everything before its epoch's first offset: the
 //!   working image starts as the committed one, and every broker gets a fresh session;
+//!   new partitions go only to brokers heard from since (a registration, a heartbeat, or the
+//!   broker of this controller's own process) while they are enough for the replication
+//!   factor, since a fresh session keeps a broker that died with the previous controller
+//!   unfenced for a whole `broker.session.timeout.ms`;
 //! - [`Controller::handle`] decides a request against the working image (committed plus this
 //!   controller's own uncommitted writes), appends its records to the working image as a
 //!   [`Proposal`] at the next offsets, and defers the reply until those offsets commit. A
