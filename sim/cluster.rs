@@ -17,6 +17,8 @@
 //! - mutes a broker's heartbeats while it still replicates the metadata log, so that it learns
 //!   it is fenced from its own applied image (where a broker that keeps serving is caught);
 //! - clogs the clients' link to a node;
+//! - makes a node's disk fail some of its operations for a while (a node whose log directory
+//!   fails halts and is restarted, as a supervisor would);
 //! - jumps a node's wall clock by up to ±10 minutes.
 //!
 //! The checkers, per partition (each partition is one history of its own): the data checkers
@@ -76,6 +78,8 @@ const CONTROLLER_PORT: u16 = 9093;
 /// fence brokers within a run.
 const SESSION_TIMEOUT_MS: u64 = 1_500;
 const HEARTBEAT_INTERVAL_MS: u64 = 300;
+/// The least time between two restarts of a halted node.
+const RESTART_BACKOFF_MS: u64 = 200;
 /// How often a node's mute switch is looked at.
 const MUTE_POLL_MS: u64 = 20;
 /// The admin process's request timeout: a forwarded request may wait for a new controller.
@@ -639,11 +643,19 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         nemesis.push(format!("{stamp} {text}"));
     };
     // A node that halted (its log directory failed) is restarted, as a supervisor would.
-    let restart_halted = |nemesis: &mut Vec<String>| {
+    // ... no sooner than `RESTART_BACKOFF_MS` after its last such restart (a node whose disk
+    // keeps failing would otherwise be restarted every tick).
+    let mut restarted_at: BTreeMap<i32, Instant> = BTreeMap::new();
+    let mut restart_halted = |nemesis: &mut Vec<String>| {
+        let now = time::now();
         for (id, flag) in shared.needs_restart.iter() {
-            if flag.swap(false, Ordering::AcqRel) {
+            let due = restarted_at
+                .get(id)
+                .is_none_or(|at| now >= *at + Duration::from_millis(RESTART_BACKOFF_MS));
+            if due && flag.swap(false, Ordering::AcqRel) {
                 handle.kill(nodes[id].id());
                 handle.restart(nodes[id].id());
+                restarted_at.insert(*id, now);
                 event(nemesis, &shared.notes, format!("restart halted node {id}"));
             }
         }
@@ -686,7 +698,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         }
         if let Some((at, fault)) = &undo {
             if now >= *at {
-                let text = heal(fault, &handle, &net, &nodes, &clients, &shared);
+                let text = heal(fault, &handle, &net, &nodes, &disks, &clients, &shared);
                 event(&mut nemesis, &shared.notes, text);
                 undo = None;
                 next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
@@ -709,7 +721,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
             continue;
         }
-        let fault = match rng.gen_range(0..4) {
+        let fault = match rng.gen_range(0..5) {
             0 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
                 handle.kill(nodes[&target].id());
@@ -727,10 +739,18 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                 shared.muted[&target].store(true, Ordering::Release);
                 Fault::Muted(target)
             }
-            _ => {
+            3 => {
                 net.clog_link(clients.id(), nodes[&target].id());
                 net.clog_link(nodes[&target].id(), clients.id());
                 Fault::ClientsCut(target)
+            }
+            _ => {
+                // The node's disk fails some operations (reads, writes, syncs, of the
+                // partitions' logs and the metadata log alike); a log directory that fails
+                // halts the node, and the supervisor restarts it.
+                let per_million = rng.gen_range(5_000..50_000);
+                disks[&target].set_io_error_rate(per_million);
+                Fault::IoErrors(target, per_million)
             }
         };
         event(&mut nemesis, &shared.notes, format!("{fault:?}"));
@@ -740,7 +760,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         ));
     }
     if let Some((_, fault)) = undo.take() {
-        let text = heal(&fault, &handle, &net, &nodes, &clients, &shared);
+        let text = heal(&fault, &handle, &net, &nodes, &disks, &clients, &shared);
         event(&mut nemesis, &shared.notes, text);
     }
     for flag in shared.muted.values() {
@@ -936,6 +956,8 @@ enum Fault {
     Isolated(i32),
     Muted(i32),
     ClientsCut(i32),
+    /// IO errors on a node's disk, at this many per million operations.
+    IoErrors(i32, u32),
 }
 
 fn heal(
@@ -943,6 +965,7 @@ fn heal(
     handle: &madsim::runtime::Handle,
     net: &madsim::net::NetSim,
     nodes: &BTreeMap<i32, madsim::runtime::NodeHandle>,
+    disks: &BTreeMap<i32, MemDisk>,
     clients: &madsim::runtime::NodeHandle,
     shared: &Shared,
 ) -> String {
@@ -967,6 +990,10 @@ fn heal(
             net.unclog_link(clients.id(), nodes[&id].id());
             net.unclog_link(nodes[&id].id(), clients.id());
             format!("reconnect the clients to node {id}")
+        }
+        Fault::IoErrors(id, per_million) => {
+            disks[&id].set_io_error_rate(0);
+            format!("io errors ({per_million} per million) off on node {id}")
         }
     }
 }
