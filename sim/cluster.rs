@@ -32,7 +32,11 @@
 //! the final image unless a deletion was attempted. The group checkers (`check_groups`:
 //! split-assignment, generation-regress, zombie-commit, lost-commit, commit-regress, and
 //! unseen after the healing phase) over the group's history, against its topic's partitions
-//! read offline from their replicas' disks. The registration checker: no two starts
+//! read offline from their replicas' disks. The quorum checker (`samsa_spec::quorum`:
+//! election-safety, epoch-regress, committed-diverge, truncated-committed, lost-committed,
+//! no-leader, not-converged) over the metadata quorum: each replica's epochs, leaderships
+//! and truncations, every committed entry each node read, and each replica's log after
+//! healing. The registration checker: no two starts
 //! of a node (two live brokers of one id) use one incarnation id. Liveness: after healing every partition accepts an
 //! append, and every broker answered admin requests.
 
@@ -45,7 +49,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, KraftSettings};
 use samsa::broker::metadata_publisher::PublishObserver;
-use samsa::broker::node::Node;
+use samsa::broker::node::{Node, NodeObservers};
 use samsa::broker::server::Serving;
 use samsa::client::connection::{Connection, ConnectionLimits};
 use samsa::controller::image::MetadataImage;
@@ -57,10 +61,12 @@ use samsa::protocol::incremental_alter_configs::{
     IncrementalAlterConfigsResponse,
 };
 use samsa::protocol::wire::Uuid;
+use samsa::raft::driver::{DriverError, EventSink, RaftHandle};
 use samsa::rt::clock::Clock;
 use samsa::rt::disk::{CrashMode, Disk, MemDisk};
 use samsa::rt::net::TcpListener;
 use samsa::rt::time::{self, Duration, Instant};
+use samsa_spec::quorum::{self, Entry, QuorumEnd, QuorumEvent, QuorumHistory};
 use samsa_spec::{AnomalyKind, CheckOptions, NodeEvent, Outcome, Report};
 
 use crate::groups::{self, GroupOptions};
@@ -78,6 +84,11 @@ const CONTROLLER_PORT: u16 = 9093;
 /// fence brokers within a run.
 const SESSION_TIMEOUT_MS: u64 = 1_500;
 const HEARTBEAT_INTERVAL_MS: u64 = 300;
+/// Bytes one read of a node's committed metadata log asks for.
+const COMMITTED_READ_BYTES: usize = 64 << 10;
+/// How long the end waits for the metadata quorum's replicas to agree, and how often it looks.
+const QUORUM_SETTLE_MS: u64 = 3_000;
+const QUORUM_SETTLE_POLL_MS: u64 = 20;
 /// The least time between two restarts of a halted node.
 const RESTART_BACKOFF_MS: u64 = 200;
 /// How often a node's mute switch is looked at.
@@ -180,6 +191,8 @@ pub struct ClusterOutcome {
     pub group: Option<Report>,
     /// What the group did: joins, records delivered to members, commits acknowledged.
     pub group_work: GroupWork,
+    /// Metadata quorum leaderships won over the run (the quorum checker's Leader events).
+    pub elections: usize,
     /// Problems outside the data checkers (admin, liveness).
     pub problems: Vec<String>,
     pub nemesis: Vec<String>,
@@ -271,6 +284,11 @@ struct Shared {
     needs_restart: Arc<BTreeMap<i32, AtomicBool>>,
     /// Every start's (node id, incarnation id), in start order.
     incarnations: Arc<Mutex<Vec<(i32, Uuid)>>>,
+    /// The metadata quorum's history: each replica's epochs, leaderships and truncations,
+    /// and the committed entries each node's reader saw (from offset 0 at every start).
+    quorum: Arc<Mutex<QuorumHistory>>,
+    /// Each node's replica of its latest start, for the quorum's end state.
+    raft_handles: Arc<Mutex<BTreeMap<i32, RaftHandle>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -322,13 +340,26 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
             }
         })
     };
+    // The log start stays at 0 here (snapshots are due only after 20 MiB), so no snapshot
+    // is loaded; the end check reports a log that starts later.
+    let raft_events: EventSink = {
+        let shared = shared.clone();
+        Arc::new(move |event| {
+            if let Some(event) = crate::quorum::quorum_event(id, event) {
+                lock(&shared.quorum).push(event);
+            }
+        })
+    };
     let mut node = match Node::start_observed(
         config,
         Disk::mem(disk.clone()),
         Disk::mem(disk.clone()),
         clock,
         controller_listener,
-        Some(observer),
+        NodeObservers {
+            image: Some(observer),
+            raft: Some(raft_events),
+        },
     )
     .await
     {
@@ -336,6 +367,8 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
         Err(e) => return halt(format!("open failed: {e}")),
     };
     lock(&shared.incarnations).push((id, node.incarnation_id));
+    lock(&shared.raft_handles).insert(id, node.raft.clone());
+    samsa::rt::task::spawn(report_committed(id, node.raft.clone(), shared.clone()));
     let broker = node.broker.clone();
     let image = broker.image();
     for partition in broker.topics.partitions().await {
@@ -389,6 +422,125 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
     }
     let why = node.failed().await;
     halt(format!("{why}; halting"));
+}
+
+/// Reports every committed entry of node `id`'s metadata log, from offset 0 on, as the
+/// quorum checker's Committed events, until the replica stops. The checker compares what
+/// every node saw committed at each offset (committed-diverge).
+async fn report_committed(id: i32, handle: RaftHandle, shared: Shared) {
+    let mut applied = 0i64;
+    loop {
+        let _ = handle
+            .wait_for(Duration::from_millis(200), |s| s.high_watermark > applied)
+            .await;
+        let batches = match handle.read_committed(applied, COMMITTED_READ_BYTES).await {
+            Ok(batches) => batches,
+            Err(DriverError::BelowLogStart { log_start_offset }) => {
+                shared.notes.note(
+                    0,
+                    format!(
+                        "node {id}: the metadata log starts at {log_start_offset}, past {applied}"
+                    ),
+                );
+                return;
+            }
+            // The replica stopped (its node was killed or halted).
+            Err(_) => return,
+        };
+        for batch in batches {
+            for (i, record) in batch.records.iter().enumerate() {
+                let offset = batch.base_offset + i as i64;
+                if offset < applied {
+                    continue;
+                }
+                assert_eq!(
+                    offset, applied,
+                    "node {id}: the committed metadata log has a hole"
+                );
+                let entry = Entry {
+                    epoch: batch.epoch,
+                    digest: record.digest(offset),
+                };
+                lock(&shared.quorum).push(QuorumEvent::Committed {
+                    node: id,
+                    offset,
+                    entry,
+                });
+                applied = offset + 1;
+            }
+        }
+    }
+}
+
+/// The metadata quorum's end state, read from each node's running replica after healing;
+/// a node whose replica is not running is a problem (not-converged). Brokers go on
+/// heartbeating after the workloads stop, and a heartbeat may still write (an unfence), so
+/// the state is read once the replicas agree (one leader, every log end the same and
+/// committed), or after `QUORUM_SETTLE_MS`: a follower learns the high watermark on its
+/// next fetch, up to a held fetch's wait after the entry committed.
+async fn quorum_end(shared: &Shared, problems: &mut Vec<String>) -> QuorumEnd {
+    let handles: Vec<(i32, RaftHandle)> = lock(&shared.raft_handles)
+        .iter()
+        .map(|(id, h)| (*id, h.clone()))
+        .collect();
+    let settle_end = time::now() + Duration::from_millis(QUORUM_SETTLE_MS);
+    while time::now() < settle_end {
+        let statuses: Vec<_> = handles.iter().map(|(_, h)| h.status()).collect();
+        let leaders = statuses.iter().filter(|s| s.is_leader).count();
+        let settled = leaders == 1
+            && statuses.iter().all(|s| {
+                s.high_watermark == s.log_end_offset
+                    && s.log_end_offset == statuses[0].log_end_offset
+            });
+        if settled {
+            break;
+        }
+        time::sleep(Duration::from_millis(QUORUM_SETTLE_POLL_MS)).await;
+    }
+    let mut end = QuorumEnd {
+        healed: true,
+        ..QuorumEnd::default()
+    };
+    for (id, handle) in handles {
+        let status = handle.status();
+        let mut entries = Vec::new();
+        let start = status.log_start_offset;
+        let mut offset = start;
+        let read = loop {
+            let batches = match handle.read_log(offset, 1 << 20).await {
+                Ok(batches) => batches,
+                Err(e) => break Err(e),
+            };
+            if batches.is_empty() {
+                break Ok(());
+            }
+            for batch in batches {
+                for (i, record) in batch.records.iter().enumerate() {
+                    let at = batch.base_offset + i as i64;
+                    if at >= offset {
+                        entries.push(Entry {
+                            epoch: batch.epoch,
+                            digest: record.digest(at),
+                        });
+                    }
+                }
+                offset = batch.next_offset();
+            }
+        };
+        if let Err(e) = read {
+            problems.push(format!(
+                "quorum: not-converged: node {id}'s replica is not running after healing ({e})"
+            ));
+            continue;
+        }
+        end.logs.insert(id, entries);
+        end.log_starts.insert(id, start);
+        end.high_watermarks.insert(id, status.high_watermark);
+        if status.is_leader {
+            end.leaders.push((id, status.epoch));
+        }
+    }
+    end
 }
 
 /// One run of `seed`.
@@ -545,6 +697,8 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         muted: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
         needs_restart: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
         incarnations: Arc::new(Mutex::new(Vec::new())),
+        quorum: Arc::new(Mutex::new(QuorumHistory::default())),
+        raft_handles: Arc::new(Mutex::new(BTreeMap::new())),
     };
     // Every node's directory formatted with one cluster id, as `samsa storage format` does.
     let cluster_id = samsa::broker::meta::random_uuid();
@@ -786,11 +940,26 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         None => None,
     };
 
+    // The metadata quorum after healing: its history and each replica's log, judged by the
+    // quorum checker (election-safety, epoch-regress, committed-diverge,
+    // truncated-committed, lost-committed, no-leader, not-converged).
+    let mut problems = Vec::new();
+    let end = quorum_end(&shared, &mut problems).await;
+    let quorum_history = lock(&shared.quorum).clone();
+    problems.extend(
+        quorum::check(&quorum_history, &end)
+            .iter()
+            .map(|a| format!("quorum: {a}")),
+    );
+    let elections = quorum_history
+        .events
+        .iter()
+        .filter(|e| matches!(e, QuorumEvent::Leader { .. }))
+        .count();
     // The final crash of every node, then each partition read offline from its replica's
     // disk, as a fresh process would.
     let final_image = lock(&shared.image).clone();
     let mut reports = BTreeMap::new();
-    let mut problems = Vec::new();
     let clock = Clock::new();
     for id in 1..=NODES {
         handle.kill(nodes[&id].id());
@@ -943,6 +1112,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         reports,
         group,
         group_work,
+        elections,
         problems,
         nemesis,
         admin_ok_by_node: admin_log.ok_by_node,
@@ -1010,6 +1180,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
     let mut admin_ok: BTreeMap<i32, u64> = BTreeMap::new();
     let mut ops = 0;
     let mut group_work = GroupWork::default();
+    let mut elections = 0;
     for seed in range.clone() {
         let outcome = run_cluster_seed(seed, options);
         if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
@@ -1027,6 +1198,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
         }
         ops += outcome.ops;
         group_work.add(outcome.group_work);
+        elections += outcome.elections;
         for (id, n) in &outcome.admin_ok_by_node {
             *admin_ok.entry(*id).or_insert(0) += n;
         }
@@ -1052,7 +1224,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
         );
     }
     eprintln!(
-        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, admin successes by node {admin_ok:?}, group {group_work:?}, {:.1} s",
+        "{test_name}: {} seeds ({}..{}) passed: {ops} operations, admin successes by node {admin_ok:?}, group {group_work:?}, {elections} quorum leaderships, {:.1} s",
         range.end - range.start,
         range.start,
         range.end,

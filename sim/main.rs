@@ -1329,6 +1329,38 @@ fn cluster_group_stale_generation_accepted_is_caught() {
     );
 }
 
+/// The cluster's quorum checker fires on a deliberately broken metadata quorum: replicas
+/// that grant a second vote in an epoch already voted in elect two leaders of one epoch
+/// (election-safety) under the nemesis' cuts and kills.
+#[test]
+fn cluster_quorum_vote_twice_is_caught() {
+    let options = cluster::ClusterOptions {
+        bugs: BrokerBugs {
+            raft: samsa::raft::core::RaftBugs {
+                vote_twice: true,
+                ..samsa::raft::core::RaftBugs::default()
+            },
+            ..BrokerBugs::default()
+        },
+        ..cluster::ClusterOptions::default()
+    };
+    let seeds = 1..11;
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            cluster::run_cluster_seed(seed, &options)
+                .problems
+                .iter()
+                .any(|p| p.starts_with("quorum: election-safety"))
+        })
+        .collect();
+    assert!(
+        !caught.is_empty(),
+        "expected election-safety in some of seeds {seeds:?} with vote_twice, caught in {caught:?}"
+    );
+    eprintln!("vote_twice caught as election-safety on seeds {caught:?} of {seeds:?}");
+}
+
 /// A cluster seed replays exactly: the same faults at the same moments and the same
 /// operations with the same outcomes, partition by partition.
 #[test]

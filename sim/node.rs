@@ -6,7 +6,7 @@
 use crate::harness::Recorder;
 use samsa::broker::config::BrokerConfig;
 use samsa::broker::metadata_publisher::PublishObserver;
-use samsa::broker::node::Node;
+use samsa::broker::node::{Node, NodeObservers};
 use samsa::broker::server::Serving;
 use samsa::controller::image::MetadataImage;
 use samsa::log::cleaner::{CleanerCheckpoint, CLEANER_CHECKPOINT_FILE};
@@ -112,7 +112,10 @@ pub async fn serve(
         Disk::mem(disk.without_fault_points()),
         clock,
         controller_listener,
-        Some(observer),
+        NodeObservers {
+            image: Some(observer),
+            raft: None,
+        },
     )
     .await
     {

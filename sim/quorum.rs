@@ -57,6 +57,21 @@ pub const SIMULATED_SECONDS_MAX: u64 = 300;
 /// Bytes one state-machine read asks for.
 const APPLY_READ_BYTES: usize = 64 << 10;
 
+/// A replica's event as the quorum checker's, for node `id`; None for a snapshot loaded
+/// (the harness's state machine reports those with their chains).
+pub fn quorum_event(id: i32, event: RaftEvent) -> Option<QuorumEvent> {
+    match event {
+        RaftEvent::Epoch { epoch } => Some(QuorumEvent::Epoch { node: id, epoch }),
+        RaftEvent::Leader { epoch } => Some(QuorumEvent::Leader { node: id, epoch }),
+        RaftEvent::Truncated { to, high_watermark } => Some(QuorumEvent::Truncated {
+            node: id,
+            to,
+            high_watermark,
+        }),
+        RaftEvent::SnapshotLoaded { .. } => None,
+    }
+}
+
 fn voter_ip(id: i32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(10, 0, 2, u8::try_from(id).unwrap_or(u8::MAX)))
 }
@@ -220,22 +235,12 @@ async fn voter(
     };
     let sink: EventSink = {
         let shared = shared.clone();
-        Arc::new(move |event| {
-            let event = match event {
-                RaftEvent::Epoch { epoch } => QuorumEvent::Epoch { node: id, epoch },
-                RaftEvent::Leader { epoch } => QuorumEvent::Leader { node: id, epoch },
-                RaftEvent::Truncated { to, high_watermark } => QuorumEvent::Truncated {
-                    node: id,
-                    to,
-                    high_watermark,
-                },
-                // The state machine reports the snapshot it loads, with its chain.
-                RaftEvent::SnapshotLoaded { .. } => {
-                    shared.installs.fetch_add(1, Ordering::AcqRel);
-                    return;
-                }
-            };
-            shared.push(event)
+        Arc::new(move |event| match quorum_event(id, event) {
+            Some(event) => shared.push(event),
+            // The state machine reports the snapshot it loads, with its chain.
+            None => {
+                shared.installs.fetch_add(1, Ordering::AcqRel);
+            }
         })
     };
     let (apis, forwarded) = match options.metadata {

@@ -294,6 +294,8 @@ pub struct BrokerBugs {
     /// The metadata publisher never takes a leadership away once given, so a fenced broker
     /// goes on serving its partitions (served-while-not-leader).
     pub serve_after_fenced: bool,
+    /// The metadata quorum replica's planted bugs (the quorum checker).
+    pub raft: crate::raft::core::RaftBugs,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see

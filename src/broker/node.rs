@@ -83,6 +83,15 @@ pub struct Node {
     stop: Arc<Latch>,
 }
 
+/// What a node reports as it runs, for the simulation's checkers; nothing by default.
+#[derive(Clone, Default)]
+pub struct NodeObservers {
+    /// Called with every image the broker applies, once it is in force.
+    pub image: Option<PublishObserver>,
+    /// The metadata quorum replica's events (epochs, leadership, truncations).
+    pub raft: Option<crate::raft::driver::EventSink>,
+}
+
 impl Node {
     /// Starts the node on its log directory `disk` (the metadata log goes to
     /// `metadata_disk`, the same directory unless `metadata.log.dir` names another), with
@@ -100,20 +109,24 @@ impl Node {
             metadata_disk,
             clock,
             controller_listener,
-            None,
+            NodeObservers::default(),
         )
         .await
     }
 
-    /// [`Node::start`] with an observer of every image the broker applies.
+    /// [`Node::start`] with observers of what the node does (the simulation's histories).
     pub async fn start_observed(
         config: BrokerConfig,
         disk: Disk,
         metadata_disk: Disk,
         clock: Clock,
         controller_listener: TcpListener,
-        observer: Option<PublishObserver>,
+        observers: NodeObservers,
     ) -> Result<Node, BrokerError> {
+        let NodeObservers {
+            image: observer,
+            raft: raft_events,
+        } = observers;
         if !config.kraft.controller_role {
             return Err(BrokerError::Config(
                 "process.roles must include controller for now".into(),
@@ -148,7 +161,7 @@ impl Node {
             segment_bytes: METADATA_LOG_SEGMENT_BYTES_DEFAULT,
             raft: raft_config,
             cluster_id: Some(cluster_id.clone()),
-            bugs: Default::default(),
+            bugs: config.bugs.raft,
             snapshots: SnapshotConfig::DEFAULT,
         };
         let (apis, forwarded) = crate::controller::driver::listener_apis();
@@ -157,7 +170,7 @@ impl Node {
             metadata_disk,
             clock.clone(),
             controller_listener,
-            None,
+            raft_events,
             Some(apis),
         )
         .await
