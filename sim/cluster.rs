@@ -17,6 +17,9 @@
 //! - mutes a broker's heartbeats while it still replicates the metadata log, so that it learns
 //!   it is fenced from its own applied image (where a broker that keeps serving is caught);
 //! - clogs the clients' link to a node;
+//! - stops a node gracefully (SIGTERM: a controlled shutdown, logs closed cleanly) and
+//!   restarts it;
+//! - raises every link's latency (up to 50 ms) for a while;
 //! - makes a node's disk fail some of its operations for a while (a node whose log directory
 //!   fails halts and is restarted, as a supervisor would);
 //! - jumps a node's wall clock by up to ±10 minutes.
@@ -402,7 +405,7 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
         Ok(l) => l,
         Err(e) => return halt(format!("bind failed: {e}")),
     };
-    let _serving = Serving::start(&broker, listener);
+    let serving = Serving::start(&broker, listener);
     {
         let (lifecycle, shared) = (node.lifecycle.clone(), shared.clone());
         samsa::rt::task::spawn(async move {
@@ -420,8 +423,21 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
             }
         });
     }
-    let why = node.failed().await;
-    halt(format!("{why}; halting"));
+    tokio::select! {
+        biased;
+        why = node.failed() => halt(format!("{why}; halting")),
+        _ = samsa::rt::signal::ctrl_c() => {
+            // Graceful shutdown, as `samsa broker` on SIGTERM: stop serving, a controlled
+            // shutdown (the controller takes this broker's leaderships away first), then
+            // close every log cleanly. The supervisor restarts the node later.
+            serving.stop().await;
+            drop(broker);
+            match node.shutdown().await {
+                Ok(()) => shared.notes.note(0, format!("node {id}: stopped cleanly")),
+                Err(e) => shared.notes.note(0, format!("node {id}: clean stop failed: {e}")),
+            }
+        }
+    }
 }
 
 /// Reports every committed entry of node `id`'s metadata log, from offset 0 on, as the
@@ -875,7 +891,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
             continue;
         }
-        let fault = match rng.gen_range(0..5) {
+        let fault = match rng.gen_range(0..7) {
             0 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
                 handle.kill(nodes[&target].id());
@@ -897,6 +913,20 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                 net.clog_link(clients.id(), nodes[&target].id());
                 net.clog_link(nodes[&target].id(), clients.id());
                 Fault::ClientsCut(target)
+            }
+            5 => {
+                // A graceful stop (SIGTERM); the node restarts when the fault ends.
+                handle.send_ctrl_c(nodes[&target].id());
+                Fault::Stopped(target)
+            }
+            6 => {
+                // Latency spikes on every link.
+                let max_ms = rng.gen_range(5..50);
+                net.update_config(|c| {
+                    c.send_latency = std::time::Duration::from_millis(1)
+                        ..std::time::Duration::from_millis(max_ms)
+                });
+                Fault::Slow(max_ms)
             }
             _ => {
                 // The node's disk fails some operations (reads, writes, syncs, of the
@@ -1128,6 +1158,10 @@ enum Fault {
     ClientsCut(i32),
     /// IO errors on a node's disk, at this many per million operations.
     IoErrors(i32, u32),
+    /// The node was asked to stop gracefully (SIGTERM).
+    Stopped(i32),
+    /// Every link's latency drawn up to this many milliseconds.
+    Slow(u64),
 }
 
 fn heal(
@@ -1160,6 +1194,18 @@ fn heal(
             net.unclog_link(clients.id(), nodes[&id].id());
             net.unclog_link(nodes[&id].id(), clients.id());
             format!("reconnect the clients to node {id}")
+        }
+        Fault::Stopped(id) => {
+            // Whatever is left of it (a controlled shutdown still waiting) goes with the
+            // restart; its disk keeps everything, as after any process exit.
+            shared.needs_restart[&id].store(false, Ordering::Release);
+            handle.kill(nodes[&id].id());
+            handle.restart(nodes[&id].id());
+            format!("restart node {id} after its graceful stop")
+        }
+        Fault::Slow(max_ms) => {
+            net.update_config(|c| c.send_latency = madsim::net::Config::default().send_latency);
+            format!("latency (up to {max_ms} ms) back to normal")
         }
         Fault::IoErrors(id, per_million) => {
             disks[&id].set_io_error_rate(0);

@@ -1344,7 +1344,7 @@ fn cluster_quorum_vote_twice_is_caught() {
         },
         ..cluster::ClusterOptions::default()
     };
-    let seeds = 1..11;
+    let seeds = 1..21;
     let caught: Vec<u64> = seeds
         .clone()
         .filter(|&seed| {
