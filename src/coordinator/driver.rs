@@ -209,13 +209,22 @@ impl GroupCoordinator {
     /// Loads `partition`'s groups again from its log, because this broker became its leader
     /// again (a load while it did not lead failed and left the shard unloaded, and whatever
     /// another leader wrote meanwhile must be read): a new shard, loading (requests get
-    /// COORDINATOR_LOAD_IN_PROGRESS), replaces the old one, whose waiting requests get
-    /// NOT_COORDINATOR, as a Kafka coordinator's are on a re-election. Nothing happens before
-    /// the first [`GroupCoordinator::load`].
+    /// COORDINATOR_LOAD_IN_PROGRESS), replaces the unloaded one. Nothing happens before the
+    /// first [`GroupCoordinator::load`], nor while the partition's shard is loading or active.
     pub async fn reload(&self, partition: Arc<Partition>) {
         let load_epoch = {
             let mut inner = self.shared.inner.lock().await;
             if inner.partitions.is_none() {
+                return;
+            }
+            // A shard loading or active holds what the log says already: the partition was
+            // just created and loaded here, or this broker never stopped leading it (a loss
+            // unloads the shard, `resign`). Replacing it would only bounce its members.
+            let current = inner
+                .shards
+                .get(&partition.index)
+                .is_some_and(|slot| slot.shard.status() != ShardStatus::Unloaded);
+            if current {
                 return;
             }
             self.shared.install(&mut inner, partition.clone())
@@ -334,9 +343,24 @@ impl Shared {
         }
     }
 
-    /// A new shard for `partition`, loading, with its acker task; its load epoch.
+    /// A new shard for `partition`, loading, with its acker task; its load epoch. A shard it
+    /// replaces is unloaded first and whatever it still held is answered NOT_COORDINATOR
+    /// here: the new shard knows nothing of those requests, and a waiter left behind would
+    /// never be answered (a JoinGroup would hang for its whole rebalance timeout).
     fn install(self: &Arc<Self>, inner: &mut Inner, partition: Arc<Partition>) -> u64 {
         let index = partition.index;
+        if let Some(mut old) = inner.shards.remove(&index) {
+            if old.shard.status() != ShardStatus::Unloaded {
+                old.shard.unload(ErrorCode::NOT_COORDINATOR);
+            }
+            let ready = old.shard.ready();
+            assert!(ready.writes.is_empty(), "an unloaded shard has no writes");
+            for (token, answer) in ready.answers {
+                if let Some(waiter) = inner.waiters.remove(&token) {
+                    let _ = waiter.send(answer);
+                }
+            }
+        }
         let (acks, rx) = mpsc::unbounded_channel();
         let load_epoch = inner.next_load_epoch;
         inner.next_load_epoch += 1;
