@@ -38,7 +38,8 @@ const USAGE: &str = "usage: samsa perf produce --topic T --num-records N --recor
        samsa perf clean --dir D [options] (see `samsa perf clean --help`)
 
 common options:
-  --bootstrap-server HOST:PORT   broker to start from (default 127.0.0.1:9092)
+  --bootstrap-server HOST:PORT[,HOST:PORT...]
+                                 brokers to start from (default 127.0.0.1:9092)
   --json                         print the summary as one JSON object
 produce options:
   --throughput R                 records per second, -1 for unlimited (default -1)
@@ -144,7 +145,8 @@ impl Histogram {
 /// Parsed options shared by both commands, plus the raw rest.
 #[derive(Debug, Clone, PartialEq)]
 struct Options {
-    bootstrap: String,
+    /// Comma-separated on the command line, as Kafka's tools take it.
+    bootstrap: Vec<String>,
     topic: String,
     num_records: u64,
     record_size: usize,
@@ -196,7 +198,7 @@ pub(super) fn parse_flags(
 
 fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
     let mut options = Options {
-        bootstrap: "127.0.0.1:9092".into(),
+        bootstrap: vec!["127.0.0.1:9092".into()],
         topic: String::new(),
         num_records: 0,
         record_size: 0,
@@ -215,7 +217,10 @@ fn parse_options(args: &[String], produce: bool) -> Result<Options, String> {
     let json = parse_flags(args, |flag, value| {
         let number = |what: &str| format!("{flag}: '{value}' is not a valid {what}");
         match (flag, produce) {
-            ("--bootstrap-server", _) => options.bootstrap = value.to_owned(),
+            ("--bootstrap-server", _) => {
+                options.bootstrap =
+                    super::common::bootstrap_list(value).map_err(|e| e.to_string())?
+            }
             ("--topic", _) => options.topic = value.to_owned(),
             ("--num-records", _) => {
                 options.num_records = value.parse().map_err(|_| number("count"))?
@@ -357,7 +362,7 @@ pub fn main(args: &[String]) -> ExitCode {
 
 fn client_config(options: &Options) -> ClientConfig {
     ClientConfig {
-        bootstrap: vec![options.bootstrap.clone()],
+        bootstrap: options.bootstrap.clone(),
         client_id: "samsa-perf".into(),
         ..ClientConfig::default()
     }
@@ -792,5 +797,18 @@ pub(super) mod tests {
                 .contains("'x'")
         );
         assert_eq!(json_string("a\"b\\\n"), "\"a\\\"b\\\\\\u000a\"");
+        // Several bootstrap servers, as Kafka's tools take them; a bad one is named.
+        let o = parse_options(
+            &args("--bootstrap-server h1:9092,h2:9093 --topic t --num-records 1 --record-size 1"),
+            true,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(o.bootstrap, ["h1:9092", "h2:9093"]);
+        assert!(parse_options(
+            &args("--bootstrap-server h1 --topic t --num-records 1 --record-size 1"),
+            true
+        )
+        .unwrap_err()
+        .contains("'h1'"));
     }
 }

@@ -37,7 +37,8 @@ use super::perf::Histogram;
 
 pub const USAGE: &str = "usage: samsa perf commit --topic T [options]
 
-  --bootstrap-server HOST:PORT   broker to start from (default 127.0.0.1:9092)
+  --bootstrap-server HOST:PORT[,HOST:PORT...]
+                                 brokers to start from (default 127.0.0.1:9092)
   --group G                      group to commit for (default samsa-perf-commit)
   --partitions P                 create the topic with P partitions if needed (default 6)
   --throughput R                 commits per second (default 1000)
@@ -53,7 +54,8 @@ const COORDINATOR_RETRY_MS: u64 = 100;
 /// The parsed command line of `samsa perf commit`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Options {
-    bootstrap: String,
+    /// Comma-separated on the command line, as Kafka's tools take it.
+    bootstrap: Vec<String>,
     topic: String,
     group: String,
     partitions: i32,
@@ -66,7 +68,7 @@ pub(super) struct Options {
 /// Parses the arguments after `commit`.
 pub(super) fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
-        bootstrap: "127.0.0.1:9092".into(),
+        bootstrap: vec!["127.0.0.1:9092".into()],
         topic: String::new(),
         group: "samsa-perf-commit".into(),
         partitions: 6,
@@ -78,7 +80,10 @@ pub(super) fn parse_options(args: &[String]) -> Result<Options, String> {
     let json = super::perf::parse_flags(args, |flag, value| {
         let bad = |what: &str| format!("{flag}: '{value}' is not a valid {what}");
         match flag {
-            "--bootstrap-server" => options.bootstrap = value.to_owned(),
+            "--bootstrap-server" => {
+                options.bootstrap =
+                    super::common::bootstrap_list(value).map_err(|e| e.to_string())?
+            }
             "--topic" => options.topic = value.to_owned(),
             "--group" => options.group = value.to_owned(),
             "--partitions" => options.partitions = value.parse().map_err(|_| bad("count"))?,
@@ -104,7 +109,7 @@ pub(super) fn parse_options(args: &[String]) -> Result<Options, String> {
 /// Runs the benchmark and returns its summary (text or JSON).
 pub(super) async fn run(options: Options) -> Result<String, String> {
     let mut client = Client::new(ClientConfig {
-        bootstrap: vec![options.bootstrap.clone()],
+        bootstrap: options.bootstrap.clone(),
         client_id: "samsa-perf-commit".into(),
         ..ClientConfig::default()
     });
