@@ -30,6 +30,7 @@ use samsa::protocol::record_batch::Compression;
 
 use crate::controller_process::{free_port, sigterm};
 use crate::interop_scripts::{interop_dir, python_or_skip};
+use crate::metadata_quorum_cli::{replication_rows, status_fields};
 use crate::rdkafka_support as rk;
 
 const NODES: i32 = 3;
@@ -128,28 +129,7 @@ async fn check_metadata_quorum_cli(ports: &BTreeMap<i32, Ports>, all: &[i32], cl
     assert_eq!(before.leader_epoch, after.leader_epoch, "the epoch changed");
     let hw_range = before.high_watermark..=after.high_watermark;
 
-    let fields: Vec<(&str, &str)> = status
-        .lines()
-        .map(|l| {
-            let (name, value) = l.split_once(':').expect("Name: value");
-            (name, value.trim())
-        })
-        .collect();
-    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
-    assert_eq!(
-        names,
-        [
-            "ClusterId",
-            "LeaderId",
-            "LeaderEpoch",
-            "HighWatermark",
-            "MaxFollowerLag",
-            "MaxFollowerLagTimeMs",
-            "CurrentVoters",
-            "CurrentObservers"
-        ],
-        "{status}"
-    );
+    let fields = status_fields(&status);
     let field = |name: &str| fields.iter().find(|(n, _)| *n == name).expect(name).1;
     let number = |name: &str| -> i64 {
         field(name)
@@ -178,25 +158,8 @@ async fn check_metadata_quorum_cli(ports: &BTreeMap<i32, Ports>, all: &[i32], cl
     assert_eq!(field("CurrentVoters"), format!("[{voters}]"), "{status}");
     assert_eq!(field("CurrentObservers"), "[]", "{status}");
 
-    let rows: Vec<Vec<&str>> = replication
-        .lines()
-        // Kafka's table ends each row with a tab.
-        .map(|l| l.trim_end().split('\t').map(str::trim).collect())
-        .collect();
+    let rows = replication_rows(&replication);
     assert_eq!(rows.len(), 1 + all.len(), "{replication}");
-    assert_eq!(
-        rows[0],
-        [
-            "NodeId",
-            "DirectoryId",
-            "LogEndOffset",
-            "Lag",
-            "LastFetchTimestamp",
-            "LastCaughtUpTimestamp",
-            "Status"
-        ],
-        "{replication}"
-    );
     let now_ms = rk::now_ms();
     let mut ids = BTreeSet::new();
     for row in &rows[1..] {

@@ -10,6 +10,62 @@ use crate::raft_quorum::{TEST_RAFT, WAIT};
 
 const QUORUM_POLL_MS: u64 = 20;
 
+/// `describe --status` output as (name, value) pairs, checked to be Kafka's fields in
+/// Kafka's order, each value starting in column 24 as kafka-metadata-quorum.sh prints it.
+pub fn status_fields(text: &str) -> Vec<(&str, &str)> {
+    let fields: Vec<(&str, &str)> = text
+        .lines()
+        .map(|l| {
+            let (name, value) = l
+                .split_once(':')
+                .unwrap_or_else(|| panic!("not `Name: value`: {l:?}"));
+            assert_eq!(l.find(value.trim_start()), Some(24), "value column: {l:?}");
+            (name, value.trim())
+        })
+        .collect();
+    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        [
+            "ClusterId",
+            "LeaderId",
+            "LeaderEpoch",
+            "HighWatermark",
+            "MaxFollowerLag",
+            "MaxFollowerLagTimeMs",
+            "CurrentVoters",
+            "CurrentObservers"
+        ],
+        "{text}"
+    );
+    fields
+}
+
+/// `describe --replication` output as rows of trimmed cells (Kafka's table ends each row
+/// with a tab), its header row checked to be Kafka's columns.
+pub fn replication_rows(table: &str) -> Vec<Vec<&str>> {
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.trim_end().split('\t').map(str::trim).collect())
+        .collect();
+    assert_eq!(
+        rows.first().map(Vec::as_slice),
+        Some(
+            &[
+                "NodeId",
+                "DirectoryId",
+                "LogEndOffset",
+                "Lag",
+                "LastFetchTimestamp",
+                "LastCaughtUpTimestamp",
+                "Status"
+            ][..]
+        ),
+        "{table}"
+    );
+    rows
+}
+
 /// `samsa metadata-quorum describe` against the controller listeners of a real three-voter
 /// quorum in this process: an unreachable address and a follower are passed over for the
 /// leader, and every `--status` field is what the leader knows.
@@ -96,29 +152,7 @@ async fn cli_metadata_quorum_describes_a_running_quorum() {
     };
     let parsed = parse_args(&args(&["--status"])).unwrap();
     let text = execute(&parsed).await.unwrap();
-    let fields: Vec<(&str, &str)> = text
-        .lines()
-        .map(|l| {
-            let (name, value) = l.split_once(':').unwrap();
-            assert_eq!(l.find(value.trim_start()), Some(24), "value column: {l:?}");
-            (name, value.trim())
-        })
-        .collect();
-    let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
-    assert_eq!(
-        names,
-        [
-            "ClusterId",
-            "LeaderId",
-            "LeaderEpoch",
-            "HighWatermark",
-            "MaxFollowerLag",
-            "MaxFollowerLagTimeMs",
-            "CurrentVoters",
-            "CurrentObservers"
-        ],
-        "{text}"
-    );
+    let fields = status_fields(&text);
     let field = |name: &str| fields.iter().find(|(n, _)| *n == name).unwrap().1;
     // The controller listener does not serve DescribeCluster, so the id is not known.
     assert_eq!(field("ClusterId"), "-", "{text}");
@@ -146,23 +180,8 @@ async fn cli_metadata_quorum_describes_a_running_quorum() {
 
     let parsed = parse_args(&args(&["--replication"])).unwrap();
     let table = execute(&parsed).await.unwrap();
-    let rows: Vec<Vec<&str>> = table
-        .lines()
-        .map(|l| l.split('\t').map(str::trim).collect())
-        .collect();
+    let rows = replication_rows(&table);
     assert_eq!(rows.len(), 4, "{table}");
-    assert_eq!(
-        rows[0][..7],
-        [
-            "NodeId",
-            "DirectoryId",
-            "LogEndOffset",
-            "Lag",
-            "LastFetchTimestamp",
-            "LastCaughtUpTimestamp",
-            "Status"
-        ]
-    );
     assert_eq!(rows[1][0], leader.to_string(), "{table}");
     let statuses: Vec<&str> = rows[1..].iter().map(|r| r[6]).collect();
     assert_eq!(statuses, ["Leader", "Follower", "Follower"], "{table}");
