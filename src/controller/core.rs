@@ -1293,7 +1293,7 @@ impl Controller {
             .copied()
             .filter(|id| self.active().heard_from.contains(id))
             .collect();
-        let brokers = if factor >= 1 && heard.len() >= factor as usize {
+        let brokers = if usize::try_from(factor).is_ok_and(|f| heard.len() >= f) {
             heard
         } else {
             usable
