@@ -12,4 +12,5 @@ pub mod coordinator;
 pub mod log;
 pub mod protocol;
 pub mod raft;
+pub mod replication;
 pub mod rt;

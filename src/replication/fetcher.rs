@@ -1,0 +1,1 @@
+//! The replica fetcher (placeholder until the driver lands).
