@@ -14,6 +14,10 @@
 //! Invariants: every wait is bounded (`ACTIVE_WAIT_MS_MAX`, `APPLIED_WAIT_MS_MAX`); a
 //! refusal keeps the controller's typed error, which becomes a Kafka error code only at the
 //! wire (`broker::handlers::topic_error_code`).
+//!
+//! A partition leader's ISR changes (AlterPartition) take the same way to the active
+//! controller, without the wait for this broker's image: the leader takes the new state from
+//! the answer itself.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +30,9 @@ use crate::controller::driver::ControllerHandle;
 use crate::controller::image::ConfigResource;
 use crate::protocol::allocate_producer_ids::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse,
+};
+use crate::protocol::alter_partition::{
+    AlterPartitionBrokerState, AlterPartitionRequest, AlterPartitionResponse,
 };
 use crate::protocol::create_partitions::{
     CreatePartitionsRequest, CreatePartitionsResponse, CreatePartitionsTopic,
@@ -58,6 +65,7 @@ const DELETE_TOPICS: i16 = 20;
 const CREATE_PARTITIONS: i16 = 37;
 const INCREMENTAL_ALTER_CONFIGS: i16 = 44;
 const DESCRIBE_QUORUM: i16 = 55;
+const ALTER_PARTITION: i16 = 56;
 const ALLOCATE_PRODUCER_IDS: i16 = 67;
 /// IncrementalAlterConfigs' operations.
 const CONFIG_OP_SET: i8 = 0;
@@ -544,6 +552,67 @@ impl ControllerChannel {
         match self.call(request).await? {
             Reply::AllocateProducerIds(result) => result.map_err(ChannelError::Refused),
             other => panic!("an AllocateProducerIds answered with {other:?}"),
+        }
+    }
+
+    /// AlterPartition for partitions this broker leads: `request` names this broker and its
+    /// broker epoch. It goes to the active controller as the other requests do (in process
+    /// when this node's controller is active, else over the quorum leader's controller
+    /// listener, NOT_CONTROLLER retried at the next leader within the forwarder's tries and
+    /// timeouts). The answer is the controller's: per partition, its state after the change
+    /// or its error code; a refusal of the whole request (STALE_BROKER_EPOCH) is an error.
+    /// Nothing waits for this broker's image: the leader takes the new ISR and partition
+    /// epoch from the answer, and the image brings the same state later.
+    ///
+    /// Each partition's ISR goes as v3 gives it (`new_isr_with_epochs`, a member named only
+    /// in `new_isr` at broker epoch -1, which is not checked): the controllers serve v2-3, so
+    /// v3 is the version the exchange settles on, and v3 has no `new_isr` to encode.
+    pub async fn alter_partition(
+        &self,
+        mut request: AlterPartitionRequest,
+    ) -> Result<AlterPartitionResponse, ChannelError> {
+        for p in request
+            .topics
+            .iter_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+        {
+            let bare = std::mem::take(&mut p.new_isr);
+            if p.new_isr_with_epochs.is_empty() {
+                p.new_isr_with_epochs = bare
+                    .into_iter()
+                    .map(|broker_id| AlterPartitionBrokerState {
+                        broker_id,
+                        broker_epoch: -1,
+                    })
+                    .collect();
+            }
+        }
+        if let Some(forwarder) = self.remote().await {
+            return forwarder
+                .forward_only(ALTER_PARTITION, &request, |r: AlterPartitionResponse| {
+                    answer(r.error_code, None, || r)
+                })
+                .await;
+        }
+        // A controller that is not active answers NOT_CONTROLLER at once; give a starting
+        // quorum of one the moment it needs to elect itself (as `call` does).
+        let _ = self
+            .controller
+            .wait_for(Duration::from_millis(ACTIVE_WAIT_MS_MAX), |p| {
+                p.active_epoch.is_some()
+            })
+            .await;
+        let reply = self
+            .controller
+            .submit(Request::AlterPartition(request))
+            .await
+            .map_err(|_| ChannelError::Stopped)?;
+        match reply {
+            Reply::AlterPartition(Ok(results)) => Ok(
+                crate::controller::handlers::alter_partition::response(Ok(results)),
+            ),
+            Reply::AlterPartition(Err(e)) => Err(ChannelError::Refused(e)),
+            other => panic!("an AlterPartition answered with {other:?}"),
         }
     }
 }

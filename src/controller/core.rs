@@ -1,7 +1,8 @@
 //! The controller core: Kafka's `QuorumController` decisions as an IO-free state machine.
 //! It takes requests (broker registrations and heartbeats, topic and config changes, producer
-//! id blocks), committed metadata batches and the time, and gives back the records to write
-//! and the replies to send; a driver on `rt` carries them to the metadata log and the wire.
+//! id blocks, partition leaders' ISR changes), committed metadata batches and the time, and
+//! gives back the records to write and the replies to send; a driver on `rt` carries them to
+//! the metadata log and the wire.
 //!
 //! Shape (the house template: inputs with `now_ms`, outputs collected in [`Ready`]):
 //! - [`Controller::replay_committed`] applies every committed batch, on every controller, to
@@ -35,12 +36,25 @@
 //!   decided at;
 //! - every queue (pending proposals, deferred replies) has a named bound; a request past it
 //!   is refused at once, not queued.
+//!
+//! Partitions (Kafka's `ReplicationControlManager` and `PartitionChangeBuilder`):
+//! - a leader is elected only from the ISR, the first usable replica in replica order; a
+//!   broker fenced or shutting down leaves every ISR it is in, except as its last member (kept
+//!   so that the partition's data is not forgotten);
+//! - the ISR changes otherwise only by AlterPartition from the partition's leader at its
+//!   current leader and partition epochs, to a set of eligible replicas that holds the leader
+//!   (KIP-497, KIP-841, KIP-903);
+//! - the ELR (KIP-966) is empty while the ISR has at least the topic's `min.insync.replicas`;
+//!   below it, the members an ISR change removes join the ELR and those it adds leave it, and a
+//!   change of `min.insync.replicas` clears the ELRs it concerns (as Kafka does). The ELR is
+//!   kept but not yet elected from.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use crate::broker::topics::{validate_name, PARTITIONS_PER_TOPIC_MAX};
 use crate::protocol::allocate_producer_ids::AllocateProducerIdsRequest;
+use crate::protocol::alter_partition::{AlterPartitionRequest, AlterPartitionRequestPartition};
 use crate::protocol::broker_heartbeat::BrokerHeartbeatRequest;
 use crate::protocol::broker_registration::BrokerRegistrationRequest;
 use crate::protocol::wire::Uuid;
@@ -49,9 +63,10 @@ use super::image::{ConfigResource, MetadataImage, PartitionRegistration};
 use super::records::{
     BrokerEndpoint, BrokerFeature, BrokerRegistrationChangeRecord, ConfigRecord,
     FeatureLevelRecord, MetadataRecord, PartitionChangeRecord, PartitionRecord, ProducerIdsRecord,
-    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, DIRECTORY_MIGRATING,
-    DIRECTORY_UNASSIGNED, FENCED_CHANGE_FENCE, FENCED_CHANGE_NONE, FENCED_CHANGE_UNFENCE,
-    LEADER_UNCHANGED, METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, NO_LEADER,
+    RegisterBrokerRecord, RemoveTopicRecord, TopicRecord, CONFIG_RESOURCE_TOPIC,
+    DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, FENCED_CHANGE_FENCE, FENCED_CHANGE_NONE,
+    FENCED_CHANGE_UNFENCE, LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING, LEADER_UNCHANGED,
+    METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL, NO_LEADER,
 };
 
 /// Ids in one producer-id block (Kafka's `ProducerIdManager` block size).
@@ -67,8 +82,14 @@ pub const DEFERRED_REPLIES_MAX: usize = 4096;
 pub const PROPOSAL_RECORDS_MAX: usize = crate::raft::core::PROPOSE_RECORDS_MAX;
 /// Topics one CreateTopics, DeleteTopics or CreatePartitions may name.
 pub const TOPICS_PER_REQUEST_MAX: usize = 1000;
-/// Replication factor until partitions replicate (step 11).
-pub const REPLICATION_FACTOR_MAX: i16 = 1;
+/// The most replicas one partition may have. Kafka bounds the factor only by the number of
+/// brokers; a bound keeps each partition's records, its ISR changes and its leader's
+/// per-follower state small, and 7 is above every factor used in practice (3 is the norm, 5
+/// for the most critical topics: with `min.insync.replicas` 3 it survives two failures).
+pub const REPLICATION_FACTOR_MAX: i16 = 7;
+/// The config naming the ISR size below which a partition's acks=all writes are refused and
+/// its ELR is kept (KIP-966).
+pub const MIN_INSYNC_REPLICAS_CONFIG: &str = "min.insync.replicas";
 /// The metadata topic's name, which no client may create.
 pub const METADATA_TOPIC_NAME: &str = "__cluster_metadata";
 
@@ -92,6 +113,9 @@ pub struct ControllerConfig {
     pub num_partitions: i32,
     /// `default.replication.factor`, for a CreateTopics that asks for -1.
     pub default_replication_factor: i16,
+    /// `min.insync.replicas` of the controller's static config: a topic's min ISR when
+    /// neither the topic nor the cluster-wide broker default (both in the image) sets it.
+    pub min_insync_replicas: i32,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
     /// Seeds the topic ids this controller draws (from `rt`'s randomness in the driver).
@@ -125,6 +149,7 @@ impl ControllerConfig {
             session_timeout_ms: 9_000,
             num_partitions: 1,
             default_replication_factor: 1,
+            min_insync_replicas: 1,
             delete_topic_enable: true,
             seed,
             proposal_bytes_max: PROPOSAL_BYTES_DEFAULT,
@@ -186,6 +211,43 @@ pub enum ControllerError {
     },
     UnknownTopicId {
         id: Uuid,
+    },
+    /// AlterPartition names a partition its topic does not have.
+    UnknownPartition {
+        topic: String,
+        partition: i32,
+    },
+    /// AlterPartition from a broker that does not lead the partition.
+    NotLeader {
+        broker_id: i32,
+        partition: String,
+        leader: i32,
+    },
+    /// AlterPartition at a leader or partition epoch newer than this controller knows: the
+    /// leader learned it from a newer controller, so this one is no longer active.
+    StaleController {
+        partition: String,
+        reason: String,
+    },
+    /// AlterPartition at a leader epoch older than the partition's.
+    FencedLeaderEpoch {
+        partition: String,
+        epoch: i32,
+        current: i32,
+    },
+    /// AlterPartition at a partition epoch older than the partition's: it changes an ISR
+    /// that is no longer the current one.
+    InvalidUpdateVersion {
+        partition: String,
+        epoch: i32,
+        current: i32,
+    },
+    /// A member of a requested ISR may not be in it: not registered, fenced, shutting down,
+    /// or named at another broker epoch than its registration's (KIP-841, KIP-903).
+    IneligibleReplica {
+        partition: String,
+        broker_id: i32,
+        reason: String,
     },
     InvalidPartitions {
         name: String,
@@ -252,6 +314,45 @@ impl std::fmt::Display for ControllerError {
             E::TopicAlreadyExists { name } => write!(f, "topic '{name}' already exists"),
             E::UnknownTopic { name } => write!(f, "topic '{name}' does not exist"),
             E::UnknownTopicId { id } => write!(f, "no topic has id {}", id.to_base64()),
+            E::UnknownPartition { topic, partition } => {
+                write!(f, "topic '{topic}' has no partition {partition}")
+            }
+            E::NotLeader {
+                broker_id,
+                partition,
+                leader,
+            } => write!(
+                f,
+                "{partition}: broker {broker_id} is not its leader (the leader is {leader})"
+            ),
+            E::StaleController { partition, reason } => write!(
+                f,
+                "{partition}: {reason}, newer than this controller's: it is no longer the active controller"
+            ),
+            E::FencedLeaderEpoch {
+                partition,
+                epoch,
+                current,
+            } => write!(
+                f,
+                "{partition}: leader epoch {epoch} is older than the current {current}"
+            ),
+            E::InvalidUpdateVersion {
+                partition,
+                epoch,
+                current,
+            } => write!(
+                f,
+                "{partition}: partition epoch {epoch} is older than the current {current}"
+            ),
+            E::IneligibleReplica {
+                partition,
+                broker_id,
+                reason,
+            } => write!(
+                f,
+                "{partition}: broker {broker_id} may not join the ISR: {reason}"
+            ),
             E::InvalidPartitions { name, reason }
             | E::InvalidReplicationFactor { name, reason }
             | E::InvalidReplicaAssignment { name, reason } => write!(f, "topic '{name}': {reason}"),
@@ -365,6 +466,10 @@ pub enum Request {
         validate_only: bool,
     },
     AllocateProducerIds(AllocateProducerIdsRequest),
+    /// A partition leader's ISR changes (AlterPartition). The ISR of each partition is
+    /// `new_isr_with_epochs` (v3) or, when that is empty, `new_isr` (v2, every broker epoch
+    /// -1: not checked).
+    AlterPartition(AlterPartitionRequest),
     /// The records of a data directory of the previous release
     /// ([`super::migration::LegacyDirectory::records`]), written as one batch onto a log
     /// that holds no topics, configs or producer ids yet.
@@ -387,6 +492,31 @@ pub struct CreatedTopic {
     pub replication_factor: i16,
 }
 
+/// A partition's state after an AlterPartition: what the leader takes as committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlteredPartition {
+    pub leader: i32,
+    pub leader_epoch: i32,
+    pub isr: Vec<i32>,
+    pub leader_recovery_state: i8,
+    pub partition_epoch: i32,
+}
+
+impl AlteredPartition {
+    fn of(p: &PartitionRegistration) -> AlteredPartition {
+        AlteredPartition {
+            leader: p.leader,
+            leader_epoch: p.leader_epoch,
+            isr: p.isr.clone(),
+            leader_recovery_state: p.leader_recovery_state,
+            partition_epoch: p.partition_epoch,
+        }
+    }
+}
+
+/// AlterPartition's outcome: per topic id, per partition index, in the request's order.
+pub type AlterPartitionResults = Vec<(Uuid, Vec<(i32, Result<AlteredPartition, ControllerError>)>)>;
+
 /// The answer to a request, in the request's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
@@ -398,6 +528,8 @@ pub enum Reply {
     AlterConfigs(Vec<(ConfigResource, Result<(), ControllerError>)>),
     /// The first id of the block and its length.
     AllocateProducerIds(Result<(i64, i32), ControllerError>),
+    /// Refused whole (a stale requester, NOT_CONTROLLER), or each partition's outcome.
+    AlterPartition(Result<AlterPartitionResults, ControllerError>),
     Migrate(Result<(), ControllerError>),
 }
 
@@ -432,6 +564,7 @@ impl Reply {
                     .collect(),
             ),
             Request::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+            Request::AlterPartition(_) => Reply::AlterPartition(Err(error)),
             Request::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
@@ -454,6 +587,7 @@ impl Reply {
                 Reply::AlterConfigs(v.into_iter().map(|t| (t.0, Err(error.clone()))).collect())
             }
             Reply::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
+            Reply::AlterPartition(_) => Reply::AlterPartition(Err(error)),
             Reply::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
@@ -765,6 +899,7 @@ impl Controller {
             Request::AllocateProducerIds(r) => {
                 Reply::AllocateProducerIds(self.allocate_producer_ids(&r))
             }
+            Request::AlterPartition(r) => Reply::AlterPartition(self.alter_partition(&r)),
             Request::Migrate(records) => Reply::Migrate(self.migrate(records)),
         };
         let active = self.active.as_mut().expect("still active");
@@ -1029,15 +1164,36 @@ impl Controller {
             .is_some_and(|b| b.is_active())
     }
 
+    /// A topic's `min.insync.replicas`, as Kafka's controller resolves it: the topic's
+    /// override, else the cluster-wide broker default, else the controller's static config.
+    /// A value that does not parse as a count of at least 1 (the config policy refuses such
+    /// values, but a log written elsewhere may hold one) is passed over for the next source.
+    fn min_insync_replicas(&self, topic: &str) -> usize {
+        let configs = &self.active().working.configs;
+        let of = |resource: ConfigResource| {
+            configs
+                .get(&resource)
+                .and_then(|c| c.get(MIN_INSYNC_REPLICAS_CONFIG))
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .filter(|n| *n >= 1)
+        };
+        let min = of(ConfigResource::topic(topic))
+            .or_else(|| of(ConfigResource::broker(None)))
+            .unwrap_or(self.config.min_insync_replicas);
+        usize::try_from(min).unwrap_or(1).max(1)
+    }
+
     /// The change of one partition once `isr` is its ISR, electing a leader if its leader is
     /// no longer in the ISR or not usable: the first replica, in replica order, that is in
-    /// the ISR and usable (Kafka's PartitionChangeBuilder without ELR), else none.
+    /// the ISR and usable (Kafka's PartitionChangeBuilder, not yet electing from the ELR),
+    /// else none. The ELR follows the ISR ([`elr_after`]).
     fn partition_change(
         &self,
         topic_id: Uuid,
         index: i32,
         p: &PartitionRegistration,
         isr: Vec<i32>,
+        min_isr: usize,
     ) -> Option<PartitionChangeRecord> {
         let leader = if isr.contains(&p.leader) && self.usable(p.leader) {
             p.leader
@@ -1048,39 +1204,27 @@ impl Controller {
                 .find(|r| isr.contains(r) && self.usable(*r))
                 .unwrap_or(NO_LEADER)
         };
-        let isr_changed = isr != p.isr;
-        let leader_changed = leader != p.leader;
-        if !isr_changed && !leader_changed {
-            return None;
-        }
-        Some(PartitionChangeRecord {
-            partition_id: index,
-            topic_id,
-            isr: isr_changed.then_some(isr),
-            leader: if leader_changed {
-                leader
-            } else {
-                LEADER_UNCHANGED
-            },
-            ..PartitionChangeRecord::default()
-        })
+        change_record(topic_id, index, p, leader, isr, min_isr, None)
     }
 
     /// Every partition change that taking `broker_id` out of service needs: it leaves each
     /// ISR it is in (unless it is the last member, which Kafka keeps so that the partition's
-    /// data is not forgotten), and leadership moves or goes.
+    /// data is not forgotten; it then keeps no leader), and leadership moves or goes. A
+    /// member leaving an ISR that falls below `min.insync.replicas` joins the ELR.
     fn partition_changes_without(&self, broker_id: i32) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
         for topic in self.active().working.topics.values() {
+            let mut min_isr = None;
             for (index, p) in &topic.partitions {
                 if !p.isr.contains(&broker_id) && p.leader != broker_id {
                     continue;
                 }
+                let min_isr = *min_isr.get_or_insert_with(|| self.min_insync_replicas(&topic.name));
                 let mut isr: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker_id).collect();
                 if isr.is_empty() {
                     isr = p.isr.clone();
                 }
-                if let Some(change) = self.partition_change(topic.id, *index, p, isr) {
+                if let Some(change) = self.partition_change(topic.id, *index, p, isr, min_isr) {
                     out.push(MetadataRecord::PartitionChange(change));
                 }
             }
@@ -1124,11 +1268,15 @@ impl Controller {
         self.with_broker_change(unfence, |c| {
             let mut out = Vec::new();
             for topic in c.active().working.topics.values() {
+                let mut min_isr = None;
                 for (index, p) in &topic.partitions {
                     if p.has_leader() || !p.isr.contains(&broker_id) {
                         continue;
                     }
-                    if let Some(change) = c.partition_change(topic.id, *index, p, p.isr.clone()) {
+                    let min_isr =
+                        *min_isr.get_or_insert_with(|| c.min_insync_replicas(&topic.name));
+                    let isr = p.isr.clone();
+                    if let Some(change) = c.partition_change(topic.id, *index, p, isr, min_isr) {
                         out.push(MetadataRecord::PartitionChange(change));
                     }
                 }
@@ -1257,7 +1405,7 @@ impl Controller {
             return Err(ControllerError::InvalidReplicationFactor {
                 name: name.to_string(),
                 reason: format!(
-                    "partition {index} has {} replicas; replication factors above {REPLICATION_FACTOR_MAX} are not supported yet",
+                    "partition {index} has {} replicas, more than the {REPLICATION_FACTOR_MAX} a partition may have",
                     replicas.len()
                 ),
             });
@@ -1444,7 +1592,7 @@ impl Controller {
                 return Err(ControllerError::InvalidReplicationFactor {
                     name: name.clone(),
                     reason: format!(
-                        "replication factor {factor}: factors above {REPLICATION_FACTOR_MAX} are not supported yet"
+                        "replication factor {factor} is more than the {REPLICATION_FACTOR_MAX} replicas a partition may have"
                     ),
                 });
             }
@@ -1680,6 +1828,8 @@ impl Controller {
         let mut records = BoundedRecords::default();
         let mut results = Vec::new();
         let mut seen = BTreeSet::new();
+        // Partitions whose ELR an earlier resource of the request clears already.
+        let mut cleared = BTreeSet::new();
         for (resource, ops) in changes {
             let result = if seen.insert(resource.clone()) {
                 self.alter_configs_of(resource, ops)
@@ -1688,8 +1838,23 @@ impl Controller {
                     reason: format!("{} appears twice", describe_resource(resource)),
                 })
             };
-            let result = result.and_then(|resource_records| {
-                self.add_bounded(&mut records, &describe_resource(resource), resource_records)
+            let result = result.and_then(|mut resource_records| {
+                resource_records.retain(|r| match r {
+                    MetadataRecord::PartitionChange(c) => {
+                        !cleared.contains(&(c.topic_id, c.partition_id))
+                    }
+                    _ => true,
+                });
+                let clears: Vec<(Uuid, i32)> = resource_records
+                    .iter()
+                    .filter_map(|r| match r {
+                        MetadataRecord::PartitionChange(c) => Some((c.topic_id, c.partition_id)),
+                        _ => None,
+                    })
+                    .collect();
+                self.add_bounded(&mut records, &describe_resource(resource), resource_records)?;
+                cleared.extend(clears);
+                Ok(())
             });
             results.push((resource.clone(), result));
         }
@@ -1800,7 +1965,49 @@ impl Controller {
                 records.push(record(k, None));
             }
         }
+        if before.get(MIN_INSYNC_REPLICAS_CONFIG) != after.get(MIN_INSYNC_REPLICAS_CONFIG) {
+            records.extend(self.elr_clears(resource));
+        }
         Ok(records)
+    }
+
+    /// The ELRs a change of `min.insync.replicas` on `resource` clears, as Kafka's
+    /// `getPartitionElrUpdatesForConfigChanges` does: an ELR was kept for the old value, and
+    /// the next ISR change builds it again for the new one. A topic's change concerns its
+    /// partitions; the cluster-wide broker default's, the partitions of every topic without
+    /// an override of its own; a single broker's config is not a topic's min ISR.
+    fn elr_clears(&self, resource: &ConfigResource) -> Vec<MetadataRecord> {
+        let working = &self.active().working;
+        let topics: Vec<&Arc<super::image::TopicImage>> = match resource.resource_type {
+            CONFIG_RESOURCE_TOPIC => working.topic(&resource.name).into_iter().collect(),
+            _ if resource.name.is_empty() => working
+                .topics
+                .values()
+                .filter(|t| {
+                    !working
+                        .configs
+                        .get(&ConfigResource::topic(&t.name))
+                        .is_some_and(|c| c.contains_key(MIN_INSYNC_REPLICAS_CONFIG))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for topic in topics {
+            for (index, p) in &topic.partitions {
+                if p.elr.is_empty() && p.last_known_elr.is_empty() {
+                    continue;
+                }
+                out.push(MetadataRecord::PartitionChange(PartitionChangeRecord {
+                    partition_id: *index,
+                    topic_id: topic.id,
+                    eligible_leader_replicas: Some(Vec::new()),
+                    last_known_elr: Some(Vec::new()),
+                    ..PartitionChangeRecord::default()
+                }));
+            }
+        }
+        out
     }
 
     fn allocate_producer_ids(
@@ -1819,6 +2026,236 @@ impl Controller {
             next_producer_id: next,
         })]);
         Ok((start, PRODUCER_ID_BLOCK_SIZE))
+    }
+
+    // Partitions.
+
+    /// AlterPartition (Kafka's `ReplicationControlManager.alterPartition`): the requester must
+    /// be registered at the epoch it names, or the whole request is refused; then each
+    /// partition is decided on its own ([`Controller::alter_one`]), the accepted changes are
+    /// written as one batch, and each accepted partition is answered with its state after it
+    /// (a change to the ISR it already has writes nothing and answers that state).
+    fn alter_partition(
+        &mut self,
+        r: &AlterPartitionRequest,
+    ) -> Result<AlterPartitionResults, ControllerError> {
+        let broker_id = r.broker_id.0;
+        // Kafka answers an unregistered requester as a stale one: its registration is gone.
+        self.broker_epoch_check(broker_id, r.broker_epoch)
+            .map_err(|e| match e {
+                ControllerError::BrokerIdNotRegistered { broker_id } => {
+                    ControllerError::StaleBrokerEpoch {
+                        broker_id,
+                        epoch: r.broker_epoch,
+                        current: -1,
+                    }
+                }
+                e => e,
+            })?;
+        let mut batch = BoundedRecords::default();
+        // Each partition is decided against the working image before this request's records:
+        // a partition named twice would be decided twice against the same state.
+        let mut seen = BTreeSet::new();
+        let mut decided = Vec::with_capacity(r.topics.len());
+        for topic in &r.topics {
+            let mut partitions = Vec::with_capacity(topic.partitions.len());
+            for wanted in &topic.partitions {
+                let index = wanted.partition_index;
+                let outcome = if seen.insert((topic.topic_id, index)) {
+                    self.alter_one(broker_id, topic.topic_id, wanted).and_then(
+                        |change| match change {
+                            Some(change) => self.add_bounded(
+                                &mut batch,
+                                &format!("partition {index}"),
+                                vec![MetadataRecord::PartitionChange(change)],
+                            ),
+                            None => Ok(()),
+                        },
+                    )
+                } else {
+                    Err(ControllerError::InvalidRequest {
+                        reason: format!(
+                            "partition {index} of topic {} appears twice in the request",
+                            topic.topic_id.to_base64()
+                        ),
+                    })
+                };
+                partitions.push((index, outcome));
+            }
+            decided.push((topic.topic_id, partitions));
+        }
+        if !batch.records.is_empty() {
+            self.write(batch.records);
+        }
+        let working = &self.active().working;
+        Ok(decided
+            .into_iter()
+            .map(|(topic_id, partitions)| {
+                let partitions = partitions
+                    .into_iter()
+                    .map(|(index, outcome)| {
+                        let state = outcome.map(|()| {
+                            let p = working
+                                .topic_by_id(topic_id)
+                                .and_then(|t| t.partitions.get(&index))
+                                .expect("a partition just accepted is in the working image");
+                            AlteredPartition::of(p)
+                        });
+                        (index, state)
+                    })
+                    .collect();
+                (topic_id, partitions)
+            })
+            .collect())
+    }
+
+    /// One partition of an AlterPartition, checked in Kafka's order
+    /// (`validateAlterPartitionData`), with NOT_LEADER_OR_FOLLOWER for a requester that does
+    /// not lead it; the change to write, if any.
+    fn alter_one(
+        &self,
+        broker_id: i32,
+        topic_id: Uuid,
+        wanted: &AlterPartitionRequestPartition,
+    ) -> Result<Option<PartitionChangeRecord>, ControllerError> {
+        let working = &self.active().working;
+        let topic = working
+            .topic_by_id(topic_id)
+            .ok_or(ControllerError::UnknownTopicId { id: topic_id })?;
+        let index = wanted.partition_index;
+        let p = topic
+            .partitions
+            .get(&index)
+            .ok_or_else(|| ControllerError::UnknownPartition {
+                topic: topic.name.clone(),
+                partition: index,
+            })?;
+        let partition = format!("{}-{index}", topic.name);
+        let leader_epoch = wanted.leader_epoch.0;
+        // Epochs come only from committed metadata, which the active controller has all of:
+        // a newer one means another controller wrote it, and the leader should look for it.
+        if leader_epoch > p.leader_epoch || wanted.partition_epoch > p.partition_epoch {
+            return Err(ControllerError::StaleController {
+                partition,
+                reason: format!(
+                    "the request's leader epoch {leader_epoch} or partition epoch {} is newer than {} or {}",
+                    wanted.partition_epoch, p.leader_epoch, p.partition_epoch
+                ),
+            });
+        }
+        if broker_id != p.leader {
+            return Err(ControllerError::NotLeader {
+                broker_id,
+                partition,
+                leader: p.leader,
+            });
+        }
+        if leader_epoch < p.leader_epoch {
+            return Err(ControllerError::FencedLeaderEpoch {
+                partition,
+                epoch: leader_epoch,
+                current: p.leader_epoch,
+            });
+        }
+        if wanted.partition_epoch < p.partition_epoch {
+            return Err(ControllerError::InvalidUpdateVersion {
+                partition,
+                epoch: wanted.partition_epoch,
+                current: p.partition_epoch,
+            });
+        }
+        let invalid = |reason: String| ControllerError::InvalidRequest {
+            reason: format!("{partition}: {reason}"),
+        };
+        let members: Vec<(i32, i64)> = if wanted.new_isr_with_epochs.is_empty() {
+            wanted.new_isr.iter().map(|id| (id.0, -1)).collect()
+        } else {
+            let with_epochs = &wanted.new_isr_with_epochs;
+            if !wanted.new_isr.is_empty()
+                && !wanted
+                    .new_isr
+                    .iter()
+                    .map(|id| id.0)
+                    .eq(with_epochs.iter().map(|m| m.broker_id.0))
+            {
+                return Err(invalid(
+                    "the new ISR and the new ISR with epochs name different brokers".into(),
+                ));
+            }
+            with_epochs
+                .iter()
+                .map(|m| (m.broker_id.0, m.broker_epoch))
+                .collect()
+        };
+        let isr: Vec<i32> = members.iter().map(|m| m.0).collect();
+        if isr.is_empty() {
+            return Err(invalid("the new ISR is empty".into()));
+        }
+        let distinct: BTreeSet<i32> = isr.iter().copied().collect();
+        if distinct.len() != isr.len() {
+            return Err(invalid(format!("the new ISR {isr:?} names a broker twice")));
+        }
+        if let Some(stranger) = isr.iter().find(|r| !p.replicas.contains(r)) {
+            return Err(invalid(format!(
+                "the new ISR {isr:?} names broker {stranger}, which is not a replica ({:?})",
+                p.replicas
+            )));
+        }
+        if !isr.contains(&p.leader) {
+            return Err(invalid(format!(
+                "the new ISR {isr:?} lacks the leader {}",
+                p.leader
+            )));
+        }
+        // KIP-704: a leader elected uncleanly is RECOVERING, alone in its ISR, until it says
+        // it recovered; a recovered partition never goes back.
+        let recovery = wanted.leader_recovery_state;
+        match recovery {
+            LEADER_RECOVERY_RECOVERED => {}
+            LEADER_RECOVERY_RECOVERING if isr.len() > 1 => {
+                return Err(invalid(format!(
+                    "a RECOVERING leader with other members in its ISR {isr:?}"
+                )))
+            }
+            LEADER_RECOVERY_RECOVERING if p.leader_recovery_state == LEADER_RECOVERY_RECOVERED => {
+                return Err(invalid("RECOVERED cannot go back to RECOVERING".into()))
+            }
+            LEADER_RECOVERY_RECOVERING => {}
+            other => return Err(invalid(format!("leader recovery state {other}"))),
+        }
+        // Every member, as Kafka checks them: those already in the ISR pass in every state
+        // the controller leaves (fencing and controlled shutdown take a broker out of each ISR
+        // but a last one, which then has no leader to ask), so what this refuses is a member
+        // being added that cannot serve, or whose epoch the leader saw is not its current
+        // registration's (a restarted broker must catch up again, KIP-903).
+        for &(member, epoch) in &members {
+            let reason = match working.brokers.get(&member) {
+                None => Some("it is not registered".to_string()),
+                Some(b) if b.in_controlled_shutdown => Some("it is shutting down".into()),
+                Some(b) if b.fenced => Some("it is fenced".into()),
+                Some(b) if epoch != -1 && epoch != b.epoch => Some(format!(
+                    "the leader saw broker epoch {epoch}, its registration's is {}",
+                    b.epoch
+                )),
+                Some(_) => None,
+            };
+            if let Some(reason) = reason {
+                return Err(ControllerError::IneligibleReplica {
+                    partition,
+                    broker_id: member,
+                    reason,
+                });
+            }
+        }
+        let min_isr = self.min_insync_replicas(&topic.name);
+        let change = change_record(topic_id, index, p, p.leader, isr, min_isr, Some(recovery));
+        // The leader is in the new ISR and usable (checked above): AlterPartition never moves
+        // leadership (Kafka's NEW_LEADER_ELECTED comes only from reassignments).
+        assert!(
+            change.as_ref().is_none_or(|c| c.leader == LEADER_UNCHANGED),
+            "an AlterPartition changed {partition}'s leader"
+        );
+        Ok(change)
     }
 }
 
@@ -1852,6 +2289,75 @@ impl Controller {
         self.write(batch.records);
         Ok(())
     }
+}
+
+/// Whether two lists of distinct ids hold the same ids, in any order.
+fn same_members(a: &[i32], b: &[i32]) -> bool {
+    a.len() == b.len() && a.iter().all(|x| b.contains(x))
+}
+
+/// The ELR and last known ELR of `p` once `isr` replaces its ISR, as Kafka's
+/// `PartitionChangeBuilder` keeps them (KIP-966): while the ISR has at least `min_isr` members
+/// both are empty, since an election can take the ISR; below it, the ELR is the members of the
+/// current ISR or ELR that are not in the new ISR (so a member leaving the ISR joins it and one
+/// joining the ISR leaves it), and the last known ELR keeps what it had, less the members of
+/// the new ISR and ELR. In replica order, so that equal decisions write equal records.
+fn elr_after(p: &PartitionRegistration, isr: &[i32], min_isr: usize) -> (Vec<i32>, Vec<i32>) {
+    if isr.len() >= min_isr {
+        return (Vec::new(), Vec::new());
+    }
+    let elr: Vec<i32> = p
+        .replicas
+        .iter()
+        .copied()
+        .filter(|r| (p.isr.contains(r) || p.elr.contains(r)) && !isr.contains(r))
+        .collect();
+    let last_known: Vec<i32> = p
+        .replicas
+        .iter()
+        .copied()
+        .filter(|r| p.last_known_elr.contains(r) && !isr.contains(r) && !elr.contains(r))
+        .collect();
+    (elr, last_known)
+}
+
+/// The record that gives `p` the leader `leader` (a new leader epoch if it differs), the ISR
+/// `isr`, the ELR that follows ([`elr_after`]) and, when `recovery` is some, that leader
+/// recovery state; none when nothing changes. An ISR of the same members in another order is
+/// no change.
+fn change_record(
+    topic_id: Uuid,
+    index: i32,
+    p: &PartitionRegistration,
+    leader: i32,
+    isr: Vec<i32>,
+    min_isr: usize,
+    recovery: Option<i8>,
+) -> Option<PartitionChangeRecord> {
+    let (elr, last_known_elr) = elr_after(p, &isr, min_isr);
+    let isr_changed = !same_members(&isr, &p.isr);
+    let leader_changed = leader != p.leader;
+    let elr_changed = !same_members(&elr, &p.elr);
+    let last_known_changed = !same_members(&last_known_elr, &p.last_known_elr);
+    let recovery = recovery.filter(|r| *r != p.leader_recovery_state);
+    if !isr_changed && !leader_changed && !elr_changed && !last_known_changed && recovery.is_none()
+    {
+        return None;
+    }
+    Some(PartitionChangeRecord {
+        partition_id: index,
+        topic_id,
+        isr: isr_changed.then_some(isr),
+        leader: if leader_changed {
+            leader
+        } else {
+            LEADER_UNCHANGED
+        },
+        leader_recovery_state: recovery.unwrap_or(-1),
+        eligible_leader_replicas: elr_changed.then_some(elr),
+        last_known_elr: last_known_changed.then_some(last_known_elr),
+        ..PartitionChangeRecord::default()
+    })
 }
 
 /// A list config's items (comma separated, blanks dropped).

@@ -15,7 +15,7 @@ impl ConfigPolicy for TestPolicy {
     ) -> Result<(), String> {
         for (k, v) in overrides {
             match k.as_str() {
-                "retention.ms" | "log.retention.ms" => {
+                "retention.ms" | "log.retention.ms" | "min.insync.replicas" => {
                     v.parse::<i64>()
                         .map_err(|_| format!("'{k}' must be a number, not '{v}'"))?;
                 }
@@ -421,11 +421,18 @@ fn controller_creates_topics_as_kafka_validates_them() {
         create(&mut c, "zero", 0, 1),
         Err(ControllerError::InvalidPartitions { .. })
     ));
+    // A factor needs as many usable brokers, and is at most REPLICATION_FACTOR_MAX.
     let Err(ControllerError::InvalidReplicationFactor { reason, .. }) = create(&mut c, "rf3", 1, 3)
     else {
-        panic!("a factor above 1 is refused until partitions replicate")
+        panic!("three replicas on one broker")
     };
-    assert!(reason.contains("not supported yet"), "{reason}");
+    assert!(reason.contains("cannot be reached"), "{reason}");
+    let Err(ControllerError::InvalidReplicationFactor { reason, .. }) =
+        create(&mut c, "rf8", 1, REPLICATION_FACTOR_MAX + 1)
+    else {
+        panic!("a factor above the most replicas a partition may have")
+    };
+    assert!(reason.contains("more than the 7"), "{reason}");
     // Configs go through the policy, and into the image with the topic.
     let topic = |name: &str, configs: Vec<(&str, Option<&str>)>| NewTopic {
         name: name.into(),
@@ -520,7 +527,7 @@ fn controller_places_explicit_assignments_and_checks_them() {
         Err(ControllerError::InvalidReplicaAssignment { .. })
     ));
     assert!(matches!(
-        try_create(&mut c, assigned(vec![(0, vec![1, 2])])),
+        try_create(&mut c, assigned(vec![(0, (1..=8).collect())])),
         Err(ControllerError::InvalidReplicationFactor { .. })
     ));
     let mut both = assigned(vec![(0, vec![1])]);
@@ -1175,4 +1182,589 @@ fn controller_counts_the_broker_of_its_own_process_as_heard_from() {
         .map(|p| p.leader)
         .collect();
     assert_eq!(leaders, BTreeSet::from([2]));
+}
+
+// Replication: placement of several replicas, AlterPartition, the ELR.
+
+use crate::protocol::alter_partition::{AlterPartitionBrokerState, AlterPartitionRequestTopic};
+use crate::protocol::types::LeaderEpoch;
+
+/// Brokers 1-3 unfenced and a topic `t` of one partition with 3 replicas, its
+/// `min.insync.replicas` overridden when given; the controller, each broker's epoch and the
+/// topic id.
+fn replicated(min_isr: Option<&str>) -> (Controller, BTreeMap<i32, i64>, Uuid) {
+    let mut c = active(0);
+    let epochs: BTreeMap<i32, i64> = (1..=3).map(|id| (id, join(&mut c, 0, id))).collect();
+    let topic = NewTopic {
+        name: "t".into(),
+        num_partitions: 1,
+        replication_factor: 3,
+        assignments: vec![],
+        configs: min_isr
+            .map(|v| vec![(MIN_INSYNC_REPLICAS_CONFIG.to_string(), Some(v.to_string()))])
+            .unwrap_or_default(),
+    };
+    let Reply::CreateTopics(mut results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![topic],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    let created = results.remove(0).1.expect("created");
+    (c, epochs, created.id)
+}
+
+fn partition_of(c: &Controller, topic_id: Uuid) -> PartitionRegistration {
+    c.committed().topic_by_id(topic_id).unwrap().partitions[&0].clone()
+}
+
+/// An AlterPartition from `broker` (id, epoch) for partition 0 of `topic_id` at its committed
+/// leader and partition epochs, asking for `isr` (id, broker epoch).
+fn isr_request(
+    c: &Controller,
+    broker: (i32, i64),
+    topic_id: Uuid,
+    isr: &[(i32, i64)],
+) -> AlterPartitionRequest {
+    let p = partition_of(c, topic_id);
+    AlterPartitionRequest {
+        broker_id: NodeId(broker.0),
+        broker_epoch: broker.1,
+        topics: vec![AlterPartitionRequestTopic {
+            topic_id,
+            partitions: vec![AlterPartitionRequestPartition {
+                partition_index: 0,
+                leader_epoch: LeaderEpoch(p.leader_epoch),
+                new_isr_with_epochs: isr
+                    .iter()
+                    .map(|&(id, epoch)| AlterPartitionBrokerState {
+                        broker_id: NodeId(id),
+                        broker_epoch: epoch,
+                    })
+                    .collect(),
+                partition_epoch: p.partition_epoch,
+                ..Default::default()
+            }],
+        }],
+    }
+}
+
+/// The outcome of the request's one partition (the whole request must be accepted).
+/// [`altered`] for [`isr_request`]'s request.
+fn alter_isr(
+    c: &mut Controller,
+    broker: (i32, i64),
+    topic_id: Uuid,
+    isr: &[(i32, i64)],
+) -> Result<AlteredPartition, ControllerError> {
+    let request = isr_request(c, broker, topic_id, isr);
+    altered(c, request)
+}
+
+fn altered(
+    c: &mut Controller,
+    request: AlterPartitionRequest,
+) -> Result<AlteredPartition, ControllerError> {
+    let Reply::AlterPartition(Ok(mut topics)) = call(c, 0, Request::AlterPartition(request)) else {
+        panic!("the request was refused whole")
+    };
+    assert_eq!(topics.len(), 1);
+    let (_, mut partitions) = topics.remove(0);
+    assert_eq!(partitions.len(), 1);
+    partitions.remove(0).1
+}
+
+/// The ISR members with their registered epochs.
+fn with_epochs(epochs: &BTreeMap<i32, i64>, ids: &[i32]) -> Vec<(i32, i64)> {
+    ids.iter().map(|id| (*id, epochs[id])).collect()
+}
+
+fn fence(c: &mut Controller, broker_id: i32, epoch: i64) {
+    let mut hb = heartbeat(broker_id, epoch, c.applied_offset());
+    hb.want_fence = true;
+    let Reply::Heartbeat(Ok(state)) = call(c, 0, Request::Heartbeat(hb)) else {
+        panic!()
+    };
+    assert!(state.is_fenced);
+}
+
+#[test]
+fn controller_places_three_replicas_on_three_brokers_all_in_sync() {
+    let mut c = active(0);
+    for id in 1..=3 {
+        join(&mut c, 0, id);
+    }
+    let created = create(&mut c, "r", 3, 3).unwrap();
+    assert_eq!(created.replication_factor, 3);
+    let topic = c.committed().topic("r").unwrap().clone();
+    let mut leaders = BTreeSet::new();
+    for p in topic.partitions.values() {
+        let distinct: BTreeSet<i32> = p.replicas.iter().copied().collect();
+        assert_eq!(distinct, BTreeSet::from([1, 2, 3]), "{p:?}");
+        assert_eq!(p.isr, p.replicas, "every usable replica is in sync");
+        assert_eq!(p.leader, p.replicas[0], "the first usable replica leads");
+        assert!(p.elr.is_empty());
+        leaders.insert(p.leader);
+    }
+    assert_eq!(leaders.len(), 3, "leadership spreads round robin");
+    // An explicit assignment naming a fenced broker: it is a replica, not in sync.
+    let Reply::RegisterBroker(Ok(_)) = call(&mut c, 0, Request::RegisterBroker(registration(4, 1)))
+    else {
+        panic!()
+    };
+    let Reply::CreateTopics(mut results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![NewTopic {
+                name: "x".into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![(0, vec![4, 2, 1])],
+                configs: vec![],
+            }],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    results.remove(0).1.unwrap();
+    let p = c.committed().partition("x", 0).unwrap();
+    assert_eq!(
+        (p.replicas.clone(), p.isr.clone(), p.leader),
+        (vec![4, 2, 1], vec![2, 1], 2)
+    );
+}
+
+#[test]
+fn controller_alter_partition_shrink_bumps_the_partition_epoch() {
+    let (mut c, epochs, id) = replicated(None);
+    let before = partition_of(&c, id);
+    let leader = before.leader;
+    let kept: Vec<i32> = before.isr[..2].to_vec();
+    assert!(kept.contains(&leader));
+    let request = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &kept),
+    );
+    let state = altered(&mut c, request).unwrap();
+    let after = partition_of(&c, id);
+    assert_eq!(after.isr, kept);
+    assert_eq!(after.partition_epoch, before.partition_epoch + 1);
+    assert_eq!(after.leader_epoch, before.leader_epoch, "the leader stays");
+    assert_eq!(
+        state,
+        AlteredPartition {
+            leader,
+            leader_epoch: before.leader_epoch,
+            isr: kept.clone(),
+            leader_recovery_state: LEADER_RECOVERY_RECOVERED,
+            partition_epoch: before.partition_epoch + 1,
+        }
+    );
+    // The same ISR again (in another order) writes nothing and answers the current state.
+    let offset = c.applied_offset();
+    let mut same = kept.clone();
+    same.reverse();
+    let request = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &same),
+    );
+    assert_eq!(altered(&mut c, request), Ok(state));
+    assert_eq!(c.applied_offset(), offset, "nothing written");
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_alter_partition_at_a_stale_partition_epoch_is_invalid_update_version() {
+    let (mut c, epochs, id) = replicated(None);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    let stale = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &p.isr[..2]),
+    );
+    // Another change first: the stale request's partition epoch is then behind.
+    let request = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &[leader]),
+    );
+    altered(&mut c, request).unwrap();
+    let offset = c.applied_offset();
+    let err = altered(&mut c, stale).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ControllerError::InvalidUpdateVersion {
+                epoch: 0,
+                current: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        super::super::handlers::error_code(&err),
+        crate::protocol::error::ErrorCode::INVALID_UPDATE_VERSION
+    );
+    assert_eq!(c.applied_offset(), offset, "nothing written");
+    assert_eq!(partition_of(&c, id).isr, vec![leader]);
+}
+
+#[test]
+fn controller_alter_partition_checks_the_leader_and_its_epoch() {
+    let (mut c, epochs, id) = replicated(None);
+    let first = partition_of(&c, id).leader;
+    // The leader is fenced: the next in replica order leads, in leader epoch 1.
+    fence(&mut c, first, epochs[&first]);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    assert_ne!(leader, first);
+    assert_eq!(p.leader_epoch, 1);
+    let follower = *p.isr.iter().find(|r| **r != leader).unwrap();
+    let isr = with_epochs(&epochs, &[leader]);
+    // At leader epoch 0: fenced.
+    let mut old = isr_request(&c, (leader, epochs[&leader]), id, &isr);
+    old.topics[0].partitions[0].leader_epoch = LeaderEpoch(0);
+    let err = altered(&mut c, old).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ControllerError::FencedLeaderEpoch {
+                epoch: 0,
+                current: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // At leader epoch 2, which no controller wrote yet as far as this one knows.
+    let mut newer = isr_request(&c, (leader, epochs[&leader]), id, &isr);
+    newer.topics[0].partitions[0].leader_epoch = LeaderEpoch(2);
+    let err = altered(&mut c, newer).unwrap_err();
+    assert!(
+        matches!(err, ControllerError::StaleController { .. }),
+        "{err:?}"
+    );
+    // From a follower.
+    let request = isr_request(
+        &c,
+        (follower, epochs[&follower]),
+        id,
+        &with_epochs(&epochs, &[follower]),
+    );
+    let err = altered(&mut c, request).unwrap_err();
+    assert!(matches!(err, ControllerError::NotLeader { .. }), "{err:?}");
+    assert_eq!(partition_of(&c, id), p, "nothing changed");
+    // The leader at its epoch.
+    alter_isr(&mut c, (leader, epochs[&leader]), id, &isr).unwrap();
+    assert_eq!(partition_of(&c, id).isr, vec![leader]);
+}
+
+#[test]
+fn controller_alter_partition_refuses_a_fenced_member() {
+    let (mut c, epochs, id) = replicated(None);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    let out = p.isr[2];
+    let request = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &p.isr[..2]),
+    );
+    altered(&mut c, request).unwrap();
+    fence(&mut c, out, epochs[&out]);
+    let all = with_epochs(&epochs, &p.isr);
+    let err = alter_isr(&mut c, (leader, epochs[&leader]), id, &all).unwrap_err();
+    assert!(
+        matches!(err, ControllerError::IneligibleReplica { broker_id, .. } if broker_id == out),
+        "{err:?}"
+    );
+    // Unfenced, it may join.
+    let offset = c.applied_offset();
+    let Reply::Heartbeat(Ok(state)) = call(
+        &mut c,
+        0,
+        Request::Heartbeat(heartbeat(out, epochs[&out], offset)),
+    ) else {
+        panic!()
+    };
+    assert!(!state.is_fenced);
+    let state = alter_isr(&mut c, (leader, epochs[&leader]), id, &all).unwrap();
+    assert_eq!(state.isr, p.isr);
+}
+
+#[test]
+fn controller_alter_partition_refuses_a_member_at_a_stale_broker_epoch() {
+    let (mut c, epochs, id) = replicated(None);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    let out = p.isr[2];
+    let request = isr_request(
+        &c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &p.isr[..2]),
+    );
+    altered(&mut c, request).unwrap();
+    let mut all = with_epochs(&epochs, &p.isr);
+    all[2].1 -= 1;
+    let err = alter_isr(&mut c, (leader, epochs[&leader]), id, &all).unwrap_err();
+    assert!(
+        matches!(err, ControllerError::IneligibleReplica { broker_id, .. } if broker_id == out),
+        "{err:?}"
+    );
+    assert_eq!(
+        super::super::handlers::error_code(&err),
+        crate::protocol::error::ErrorCode::INELIGIBLE_REPLICA
+    );
+    // -1 is not checked (v2's ISR has no epochs).
+    all[2].1 = -1;
+    let state = alter_isr(&mut c, (leader, epochs[&leader]), id, &all).unwrap();
+    assert_eq!(state.isr, p.isr);
+}
+
+#[test]
+fn controller_alter_partition_from_a_stale_broker_epoch_is_refused_whole() {
+    let (mut c, epochs, id) = replicated(None);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    let offset = c.applied_offset();
+    let isr = with_epochs(&epochs, &[leader]);
+    for requester in [(leader, epochs[&leader] - 1), (9, 0)] {
+        let request = isr_request(&c, requester, id, &isr);
+        let reply = call(&mut c, 0, Request::AlterPartition(request));
+        let Reply::AlterPartition(Err(err)) = reply else {
+            panic!("{reply:?}")
+        };
+        assert!(
+            matches!(err, ControllerError::StaleBrokerEpoch { .. }),
+            "{err:?}"
+        );
+    }
+    assert_eq!(c.applied_offset(), offset, "nothing written");
+    assert_eq!(partition_of(&c, id), p);
+}
+
+#[test]
+fn controller_alter_partition_refuses_impossible_isrs() {
+    let (mut c, epochs, id) = replicated(None);
+    let p = partition_of(&c, id);
+    let leader = p.leader;
+    let follower = p.isr[1];
+    let me = (leader, epochs[&leader]);
+    let invalid = |c: &mut Controller, request: AlterPartitionRequest| {
+        let err = altered(c, request).unwrap_err();
+        assert!(
+            matches!(err, ControllerError::InvalidRequest { .. }),
+            "{err:?}"
+        );
+    };
+    // Empty, without the leader, a member twice, a broker that is not a replica.
+    for isr in [
+        vec![],
+        with_epochs(&epochs, &[follower]),
+        vec![(leader, -1), (leader, -1)],
+        vec![(leader, -1), (7, -1)],
+    ] {
+        let request = isr_request(&c, me, id, &isr);
+        invalid(&mut c, request);
+    }
+    let mut recovering = isr_request(&c, me, id, &with_epochs(&epochs, &[leader]));
+    recovering.topics[0].partitions[0].leader_recovery_state = LEADER_RECOVERY_RECOVERING;
+    invalid(&mut c, recovering);
+    let mut unknown = isr_request(&c, me, id, &with_epochs(&epochs, &[leader]));
+    unknown.topics[0].partitions[0].leader_recovery_state = 5;
+    invalid(&mut c, unknown);
+    // The same partition twice: the second is refused, the first decided.
+    let mut twice = isr_request(&c, me, id, &with_epochs(&epochs, &[leader]));
+    let again = twice.topics[0].partitions[0].clone();
+    twice.topics[0].partitions.push(again);
+    let Reply::AlterPartition(Ok(topics)) = call(&mut c, 0, Request::AlterPartition(twice)) else {
+        panic!()
+    };
+    assert!(topics[0].1[0].1.is_ok());
+    assert!(matches!(
+        topics[0].1[1].1,
+        Err(ControllerError::InvalidRequest { .. })
+    ));
+    // Unknown topic and partition; v2's ISR without epochs.
+    let mut elsewhere = isr_request(&c, me, id, &[]);
+    elsewhere.topics[0].partitions[0].new_isr = vec![NodeId(leader), NodeId(follower)];
+    elsewhere.topics[0].partitions[0].partition_index = 1;
+    assert!(matches!(
+        altered(&mut c, elsewhere.clone()),
+        Err(ControllerError::UnknownPartition { .. })
+    ));
+    elsewhere.topics[0].topic_id = Uuid([9; 16]);
+    assert!(matches!(
+        altered(&mut c, elsewhere.clone()),
+        Err(ControllerError::UnknownTopicId { .. })
+    ));
+    elsewhere.topics[0].topic_id = id;
+    elsewhere.topics[0].partitions[0].partition_index = 0;
+    let state = altered(&mut c, elsewhere).unwrap();
+    assert_eq!(state.isr, vec![leader, follower]);
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_shrink_below_min_insync_replicas_keeps_the_removed_in_the_elr() {
+    let (mut c, epochs, id) = replicated(Some("2"));
+    let p = partition_of(&c, id);
+    let (leader, a, b) = (p.isr[0], p.isr[1], p.isr[2]);
+    let me = (leader, epochs[&leader]);
+    // Down to min.insync.replicas: no ELR.
+    alter_isr(&mut c, me, id, &with_epochs(&epochs, &[leader, a])).unwrap();
+    assert!(partition_of(&c, id).elr.is_empty());
+    // Below it: the member removed joins the ELR.
+    alter_isr(&mut c, me, id, &with_epochs(&epochs, &[leader])).unwrap();
+    let p = partition_of(&c, id);
+    assert_eq!((p.isr.clone(), p.elr.clone()), (vec![leader], vec![a]));
+    c.committed().check().unwrap();
+    // Back at min.insync.replicas: the ELR is empty again.
+    alter_isr(&mut c, me, id, &with_epochs(&epochs, &[leader, b])).unwrap();
+    let p = partition_of(&c, id);
+    assert_eq!((p.isr.clone(), p.elr.clone()), (vec![leader, b], vec![]));
+}
+
+#[test]
+fn controller_elr_follows_the_cluster_default_and_rejoining_members_leave_it() {
+    let (mut c, epochs, id) = replicated(None);
+    // min.insync.replicas 3 from the cluster-wide broker default.
+    let Reply::AlterConfigs(results) = call(
+        &mut c,
+        0,
+        Request::AlterConfigs {
+            changes: vec![(
+                ConfigResource::broker(None),
+                vec![ConfigOp::Set(MIN_INSYNC_REPLICAS_CONFIG.into(), "3".into())],
+            )],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    results[0].1.clone().unwrap();
+    let p = partition_of(&c, id);
+    let (leader, a, b) = (p.isr[0], p.isr[1], p.isr[2]);
+    let me = (leader, epochs[&leader]);
+    alter_isr(&mut c, me, id, &with_epochs(&epochs, &[leader])).unwrap();
+    assert_eq!(partition_of(&c, id).elr, vec![a, b]);
+    // a rejoins: it leaves the ELR; the ISR is still below 3.
+    alter_isr(&mut c, me, id, &with_epochs(&epochs, &[leader, a])).unwrap();
+    let p = partition_of(&c, id);
+    assert_eq!((p.isr.clone(), p.elr.clone()), (vec![leader, a], vec![b]));
+    // Lowering min.insync.replicas clears the ELR it was kept for.
+    let epoch = p.partition_epoch;
+    let Reply::AlterConfigs(results) = call(
+        &mut c,
+        0,
+        Request::AlterConfigs {
+            changes: vec![(
+                ConfigResource::topic("t"),
+                vec![ConfigOp::Set(MIN_INSYNC_REPLICAS_CONFIG.into(), "2".into())],
+            )],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    results[0].1.clone().unwrap();
+    let p = partition_of(&c, id);
+    assert!(p.elr.is_empty());
+    assert_eq!(p.partition_epoch, epoch + 1);
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_elr_default_min_insync_replicas_comes_from_its_config() {
+    let mut config = ControllerConfig::new(1, CLUSTER, 7);
+    config.min_insync_replicas = 2;
+    let mut c = Controller::new(config, Arc::new(TestPolicy));
+    c.replay_committed(0, 0, 1, &[]).unwrap();
+    c.become_active(0, 1, 1);
+    commit_all(&mut c);
+    let epochs: BTreeMap<i32, i64> = (1..=2).map(|id| (id, join(&mut c, 0, id))).collect();
+    let id = create(&mut c, "t", 1, 2).unwrap().id;
+    let p = partition_of(&c, id);
+    let (leader, other) = (p.isr[0], p.isr[1]);
+    alter_isr(
+        &mut c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &[leader]),
+    )
+    .unwrap();
+    assert_eq!(partition_of(&c, id).elr, vec![other]);
+}
+
+#[test]
+fn controller_fencing_an_isr_member_at_min_insync_replicas_moves_it_to_the_elr() {
+    let (mut c, epochs, id) = replicated(Some("2"));
+    let p = partition_of(&c, id);
+    let (leader, a) = (p.isr[0], p.isr[1]);
+    alter_isr(
+        &mut c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &[leader, a]),
+    )
+    .unwrap();
+    assert!(partition_of(&c, id).elr.is_empty());
+    fence(&mut c, a, epochs[&a]);
+    let p = partition_of(&c, id);
+    assert_eq!(
+        (p.isr.clone(), p.elr.clone(), p.leader),
+        (vec![leader], vec![a], leader)
+    );
+    // The leader too: it stays as the last ISR member, leaderless; the ELR is kept.
+    fence(&mut c, leader, epochs[&leader]);
+    let p = partition_of(&c, id);
+    assert_eq!(
+        (p.isr.clone(), p.elr.clone(), p.leader),
+        (vec![leader], vec![a], NO_LEADER)
+    );
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_writes_an_elr_in_records_that_carry_it() {
+    let (mut c, epochs, id) = replicated(Some("3"));
+    let leader = partition_of(&c, id).leader;
+    c.handle(
+        0,
+        5,
+        Request::AlterPartition(isr_request(
+            &c,
+            (leader, epochs[&leader]),
+            id,
+            &with_epochs(&epochs, &[leader]),
+        )),
+    );
+    let ready = c.ready();
+    let MetadataRecord::PartitionChange(change) = &ready.proposals[0].records[0] else {
+        panic!("{:?}", ready.proposals)
+    };
+    assert!(change
+        .eligible_leader_replicas
+        .as_ref()
+        .is_some_and(|e| e.len() == 2));
+    // The committed bytes carry it: the record the log gives back is the one proposed.
+    let record = &ready.proposals[0].records[0];
+    assert_eq!(record.version(), 2);
+    assert_eq!(&MetadataRecord::decode(record.encode()).unwrap(), record);
 }

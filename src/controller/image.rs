@@ -13,7 +13,9 @@
 //! Invariants (checked by [`MetadataImage::check`], a release assertion after every replay in
 //! the loaders): topic names and ids map one to one; every partition of a topic is numbered
 //! 0..n; a partition's ISR, ELR and leader are among its replicas, its leader (if any) is in
-//! its ISR; replicas are distinct; the next producer id only grows.
+//! its ISR; replicas are distinct, and so are the members of its ISR and of its ELR, and no
+//! replica is in both (KIP-966: the ELR holds replicas that left the ISR); the next producer
+//! id only grows.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -698,6 +700,16 @@ fn check_partition(p: &PartitionRegistration) -> Result<(), String> {
             return Err(format!(
                 "in-sync or eligible replica {r} is not a replica ({:?})",
                 p.replicas
+            ));
+        }
+    }
+    // Each replica at most once across the ISR and the ELR: twice in one, or in both.
+    let mut members = std::collections::BTreeSet::new();
+    for r in p.isr.iter().chain(&p.elr) {
+        if !members.insert(*r) {
+            return Err(format!(
+                "replica {r} twice in the ISR {:?} and ELR {:?}",
+                p.isr, p.elr
             ));
         }
     }

@@ -131,6 +131,19 @@ fn records_that_disagree_with_the_image_are_named() {
         (vec![topic("a", 1), partition(1, 1, vec![1])], "which has 0"),
         (vec![topic("a", 1), partition(1, 0, vec![1, 1])], "twice"),
         (
+            vec![
+                topic("a", 1),
+                partition(1, 0, vec![1, 2]),
+                MetadataRecord::PartitionChange(PartitionChangeRecord {
+                    partition_id: 0,
+                    topic_id: id(1),
+                    eligible_leader_replicas: Some(vec![2]),
+                    ..PartitionChangeRecord::default()
+                }),
+            ],
+            "twice in the ISR [1, 2] and ELR [2]",
+        ),
+        (
             vec![MetadataRecord::RemoveTopic(RemoveTopicRecord {
                 topic_id: id(9),
             })],
@@ -229,7 +242,19 @@ fn history() -> impl Strategy<Value = Vec<MetadataRecord>> {
                     r
                 }
                 1 => match image.topic(&name) {
-                    Some(t) => partition(t.id.0[0], t.partitions.len() as i32, (1..=n).collect()),
+                    // Now and then an ISR shrunk to the leader, the others in the ELR (a
+                    // snapshot writes them at PartitionRecord v2).
+                    Some(t) => {
+                        let mut r =
+                            partition(t.id.0[0], t.partitions.len() as i32, (1..=n).collect());
+                        if let MetadataRecord::Partition(p) = &mut r {
+                            if value % 2 == 0 && n > 1 {
+                                p.isr = vec![1];
+                                p.eligible_leader_replicas = Some((2..=n).collect());
+                            }
+                        }
+                        r
+                    }
                     None => continue,
                 },
                 2 => match image.topic(&name) {

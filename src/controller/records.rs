@@ -16,7 +16,10 @@
 //! Versions written are those of metadata.version 3.9-IV0 ([`METADATA_VERSION_LEVEL`]):
 //! RegisterBrokerRecord v3, PartitionRecord v1, PartitionChangeRecord v1, and
 //! BrokerRegistrationChangeRecord v0, v1 or v2 as Kafka picks them (v1 only to enter controlled
-//! shutdown, v2 only to change log directories). Every version a schema defines is read.
+//! shutdown, v2 only to change log directories). A PartitionRecord or PartitionChangeRecord
+//! that carries an ELR or last known ELR (KIP-966) is written at v2, the first version that
+//! has them: the field must not be dropped, or the committed record would differ from the
+//! one the controller applied. Every version a schema defines is read.
 //!
 //! Invariants: decoding never panics and never allocates beyond what the bytes justify (the
 //! codec's rule); a frame must be consumed exactly ("garbage after" otherwise, as Kafka); an
@@ -50,6 +53,11 @@ pub const FENCED_CHANGE_FENCE: i8 = 1;
 /// PartitionChangeRecord's `Leader`: -2 leaves it, -1 means no leader.
 pub const LEADER_UNCHANGED: i32 = -2;
 pub const NO_LEADER: i32 = -1;
+
+/// A partition's `LeaderRecoveryState`: RECOVERED, or RECOVERING after an unclean election
+/// until its leader says it recovered (KIP-704).
+pub const LEADER_RECOVERY_RECOVERED: i8 = 0;
+pub const LEADER_RECOVERY_RECOVERING: i8 = 1;
 
 /// Kafka's reserved directory ids (`DirectoryId`): a replica whose directory is not known.
 pub const DIRECTORY_MIGRATING: Uuid = Uuid([0; 16]);
@@ -533,6 +541,16 @@ impl MetadataRecord {
     pub fn version(&self) -> i16 {
         match self {
             MetadataRecord::RegisterBroker(_) => 3,
+            MetadataRecord::Partition(r)
+                if r.eligible_leader_replicas.is_some() || r.last_known_elr.is_some() =>
+            {
+                2
+            }
+            MetadataRecord::PartitionChange(r)
+                if r.eligible_leader_replicas.is_some() || r.last_known_elr.is_some() =>
+            {
+                2
+            }
             MetadataRecord::Partition(_) | MetadataRecord::PartitionChange(_) => 1,
             MetadataRecord::BrokerRegistrationChange(r) if !r.log_dirs.is_empty() => 2,
             MetadataRecord::BrokerRegistrationChange(r) if r.in_controlled_shutdown != 0 => 1,

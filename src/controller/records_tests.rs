@@ -280,6 +280,50 @@ fn partition_change_record_v1() {
 }
 
 #[test]
+fn partition_change_record_v2_when_it_carries_an_elr() {
+    // KIP-966's fields exist from v2: a record that sets them is written at v2 (an empty
+    // list is a value too: it clears the ELR), one that does not stays at v1.
+    check(
+        MetadataRecord::PartitionChange(PartitionChangeRecord {
+            partition_id: 3,
+            topic_id: uuid(1),
+            isr: Some(vec![1]),
+            eligible_leader_replicas: Some(vec![2]),
+            last_known_elr: Some(vec![]),
+            ..PartitionChangeRecord::default()
+        }),
+        golden(&[
+            "01 05 02",
+            "00000003",
+            UUID_A,
+            "03",
+            "00 05 02 00000001",
+            "06 05 02 00000002",
+            "07 01 01",
+        ]),
+    );
+    let without = MetadataRecord::PartitionChange(PartitionChangeRecord {
+        isr: Some(vec![1]),
+        ..PartitionChangeRecord::default()
+    });
+    assert_eq!(without.version(), 1);
+    // A snapshot's PartitionRecord with an ELR likewise.
+    let partition = MetadataRecord::Partition(PartitionRecord {
+        topic_id: uuid(1),
+        replicas: vec![1, 2],
+        isr: vec![1],
+        leader: 1,
+        eligible_leader_replicas: Some(vec![2]),
+        ..PartitionRecord::default()
+    });
+    assert_eq!(partition.version(), 2);
+    assert_eq!(
+        MetadataRecord::decode(partition.encode()).unwrap(),
+        partition
+    );
+}
+
+#[test]
 fn producer_ids_record() {
     check(
         MetadataRecord::ProducerIds(ProducerIdsRecord {

@@ -93,6 +93,52 @@ fn handlers_map_every_refusal_to_kafkas_code() {
             },
             ErrorCode::THROTTLING_QUOTA_EXCEEDED,
         ),
+        (
+            E::UnknownPartition {
+                topic: "t".into(),
+                partition: 1,
+            },
+            ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        ),
+        (
+            E::NotLeader {
+                broker_id: 1,
+                partition: "t-0".into(),
+                leader: 2,
+            },
+            ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        ),
+        (
+            E::StaleController {
+                partition: "t-0".into(),
+                reason: String::new(),
+            },
+            ErrorCode::NOT_CONTROLLER,
+        ),
+        (
+            E::FencedLeaderEpoch {
+                partition: "t-0".into(),
+                epoch: 1,
+                current: 2,
+            },
+            ErrorCode::FENCED_LEADER_EPOCH,
+        ),
+        (
+            E::InvalidUpdateVersion {
+                partition: "t-0".into(),
+                epoch: 1,
+                current: 2,
+            },
+            ErrorCode::INVALID_UPDATE_VERSION,
+        ),
+        (
+            E::IneligibleReplica {
+                partition: "t-0".into(),
+                broker_id: 3,
+                reason: String::new(),
+            },
+            ErrorCode::INELIGIBLE_REPLICA,
+        ),
     ];
     for (error, code) in cases {
         assert_eq!(error_code(&error), code, "{error:?}");
@@ -278,4 +324,112 @@ fn handlers_answer_created_topics_with_their_id_and_shape() {
         decode(19, 7, Bytes::from_static(b"\x00")).is_err(),
         "a body that does not decode closes the connection"
     );
+}
+
+#[test]
+fn handlers_serve_alter_partition_and_answer_each_partitions_state() {
+    use crate::controller::core::AlteredPartition;
+    use crate::protocol::alter_partition::{
+        AlterPartitionBrokerState, AlterPartitionRequestPartition, AlterPartitionRequestTopic,
+        AlterPartitionResponse,
+    };
+    use crate::protocol::types::{LeaderEpoch, NodeId};
+    assert!(APIS.contains(&(56, 2, 3)), "{APIS:?}");
+    let v3 = AlterPartitionRequestPartition {
+        partition_index: 4,
+        leader_epoch: LeaderEpoch(6),
+        new_isr_with_epochs: vec![
+            AlterPartitionBrokerState {
+                broker_id: NodeId(1),
+                broker_epoch: 10,
+            },
+            AlterPartitionBrokerState {
+                broker_id: NodeId(2),
+                broker_epoch: -1,
+            },
+        ],
+        leader_recovery_state: 0,
+        partition_epoch: 8,
+        ..Default::default()
+    };
+    let v2 = AlterPartitionRequestPartition {
+        new_isr: vec![NodeId(1), NodeId(2)],
+        new_isr_with_epochs: vec![],
+        ..v3.clone()
+    };
+    let request = |partition: AlterPartitionRequestPartition| AlterPartitionRequest {
+        broker_id: NodeId(1),
+        broker_epoch: 10,
+        topics: vec![AlterPartitionRequestTopic {
+            topic_id: Uuid([7; 16]),
+            partitions: vec![partition],
+        }],
+    };
+    // v2 carries the ISR without epochs, v3 with them only.
+    for (version, partition, with_epochs) in [(2, v2, 0), (3, v3, 2)] {
+        let Decoded::Request(Request::AlterPartition(decoded)) =
+            decode(56, version, body(&request(partition), version)).expect("decodes")
+        else {
+            panic!("not an AlterPartition request");
+        };
+        let p = &decoded.topics[0].partitions[0];
+        assert_eq!((decoded.broker_id, decoded.broker_epoch), (NodeId(1), 10));
+        assert_eq!(decoded.topics[0].topic_id, Uuid([7; 16]));
+        assert_eq!(
+            (p.partition_index, p.leader_epoch, p.partition_epoch),
+            (4, LeaderEpoch(6), 8)
+        );
+        assert_eq!(p.new_isr_with_epochs.len(), with_epochs, "v{version}");
+        assert_eq!(p.new_isr.is_empty(), with_epochs > 0, "v{version}");
+    }
+    let reply = vec![(
+        Uuid([7; 16]),
+        vec![
+            (
+                4,
+                Ok(AlteredPartition {
+                    leader: 1,
+                    leader_epoch: 6,
+                    isr: vec![1, 2],
+                    leader_recovery_state: 0,
+                    partition_epoch: 9,
+                }),
+            ),
+            (
+                5,
+                Err(ControllerError::InvalidUpdateVersion {
+                    partition: "t-5".into(),
+                    epoch: 1,
+                    current: 2,
+                }),
+            ),
+        ],
+    )];
+    for version in [2, 3] {
+        let answer = AlterPartitionResponse::decode_exact(
+            encode(56, version, Reply::AlterPartition(Ok(reply.clone()))).unwrap(),
+            version,
+        )
+        .unwrap();
+        assert_eq!(answer.error_code, 0);
+        assert_eq!(answer.topics[0].topic_id, Uuid([7; 16]));
+        let [ok, refused] = &answer.topics[0].partitions[..] else {
+            panic!("{answer:?}")
+        };
+        assert_eq!((ok.partition_index, ok.error_code), (4, 0));
+        assert_eq!((ok.leader_id, ok.leader_epoch), (NodeId(1), LeaderEpoch(6)));
+        assert_eq!(ok.isr, vec![NodeId(1), NodeId(2)]);
+        assert_eq!(ok.partition_epoch, 9);
+        assert_eq!(refused.partition_index, 5);
+        assert_eq!(refused.error_code, ErrorCode::INVALID_UPDATE_VERSION.0);
+    }
+    // A refusal of the whole request is the top-level code, with no topics.
+    let stale = Reply::AlterPartition(Err(ControllerError::StaleBrokerEpoch {
+        broker_id: 1,
+        epoch: 9,
+        current: 10,
+    }));
+    let answer = AlterPartitionResponse::decode_exact(encode(56, 3, stale).unwrap(), 3).unwrap();
+    assert_eq!(answer.error_code, ErrorCode::STALE_BROKER_EPOCH.0);
+    assert!(answer.topics.is_empty());
 }

@@ -13,6 +13,7 @@
 
 pub mod allocate_producer_ids;
 pub mod alter_configs;
+pub mod alter_partition;
 pub mod broker_heartbeat;
 pub mod broker_registration;
 pub mod create_partitions;
@@ -24,6 +25,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::protocol::allocate_producer_ids::AllocateProducerIdsRequest;
 use crate::protocol::alter_configs::AlterConfigsRequest;
+use crate::protocol::alter_partition::AlterPartitionRequest;
 use crate::protocol::broker_heartbeat::BrokerHeartbeatRequest;
 use crate::protocol::broker_registration::BrokerRegistrationRequest;
 use crate::protocol::create_partitions::CreatePartitionsRequest;
@@ -35,7 +37,7 @@ use crate::protocol::incremental_alter_configs::IncrementalAlterConfigsRequest;
 use super::core::{ControllerError, Reply, Request};
 
 /// The APIs the controller serves and their versions: (key, lowest, highest).
-pub const APIS: [(i16, i16, i16); 8] = [
+pub const APIS: [(i16, i16, i16); 9] = [
     (
         19,
         CreateTopicsRequest::VERSIONS.0,
@@ -60,6 +62,11 @@ pub const APIS: [(i16, i16, i16); 8] = [
         44,
         IncrementalAlterConfigsRequest::VERSIONS.0,
         IncrementalAlterConfigsRequest::VERSIONS.1,
+    ),
+    (
+        56,
+        AlterPartitionRequest::VERSIONS.0,
+        AlterPartitionRequest::VERSIONS.1,
     ),
     (
         62,
@@ -111,6 +118,7 @@ pub fn decode(api_key: i16, version: i16, body: Bytes) -> Result<Decoded, Handle
         33 => alter_configs::decode(version, body),
         37 => create_partitions::decode(version, body),
         44 => incremental_alter_configs::decode(version, body),
+        56 => alter_partition::decode(version, body),
         62 => broker_registration::decode(version, body),
         63 => broker_heartbeat::decode(version, body),
         67 => allocate_producer_ids::decode(version, body),
@@ -128,6 +136,7 @@ pub fn encode(api_key: i16, version: i16, reply: Reply) -> Result<Bytes, Handler
         (33, Reply::AlterConfigs(r)) => alter_configs::encode(version, r),
         (37, Reply::CreatePartitions(r)) => create_partitions::encode(version, r),
         (44, Reply::AlterConfigs(r)) => incremental_alter_configs::encode(version, r),
+        (56, Reply::AlterPartition(r)) => alter_partition::encode(version, r),
         (62, Reply::RegisterBroker(r)) => broker_registration::encode(version, r),
         (63, Reply::Heartbeat(r)) => broker_heartbeat::encode(version, r),
         (67, Reply::AllocateProducerIds(r)) => allocate_producer_ids::encode(version, r),
@@ -150,6 +159,13 @@ pub fn error_code(error: &ControllerError) -> ErrorCode {
         E::TopicAlreadyExists { .. } => ErrorCode::TOPIC_ALREADY_EXISTS,
         E::UnknownTopic { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         E::UnknownTopicId { .. } => ErrorCode::UNKNOWN_TOPIC_ID,
+        E::UnknownPartition { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
+        E::NotLeader { .. } => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        // Retriable: the leader looks for the active controller and asks again.
+        E::StaleController { .. } => ErrorCode::NOT_CONTROLLER,
+        E::FencedLeaderEpoch { .. } => ErrorCode::FENCED_LEADER_EPOCH,
+        E::InvalidUpdateVersion { .. } => ErrorCode::INVALID_UPDATE_VERSION,
+        E::IneligibleReplica { .. } => ErrorCode::INELIGIBLE_REPLICA,
         E::InvalidPartitions { .. } => ErrorCode::INVALID_PARTITIONS,
         E::InvalidReplicationFactor { .. } => ErrorCode::INVALID_REPLICATION_FACTOR,
         E::InvalidReplicaAssignment { .. } => ErrorCode::INVALID_REPLICA_ASSIGNMENT,
