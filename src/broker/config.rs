@@ -181,6 +181,8 @@ pub struct BrokerConfig {
     /// The group coordinator's settings, under Kafka's names (`group.*`, `offsets.*`,
     /// `offset.metadata.max.bytes`).
     pub groups: GroupSettings,
+    /// Partition replication's settings, under Kafka's names (`replica.*`).
+    pub replication: ReplicationSettings,
     /// Deliberate bugs for the simulation's checker tests; no properties key reaches them.
     pub bugs: BrokerBugs,
     /// The node's place in the metadata quorum (`process.roles`, `controller.*`,
@@ -250,6 +252,42 @@ pub struct GroupSettings {
     pub offsets_commit_timeout_ms: i64,
 }
 
+/// Partition replication's settings (Kafka's `replica.*` broker configs, same defaults).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicationSettings {
+    /// `replica.lag.time.max.ms` (30000): an ISR member not caught up this long leaves it.
+    pub replica_lag_time_max_ms: u64,
+    /// `replica.fetch.wait.max.ms` (500): how long a follower's fetch waits at the leader.
+    /// Kafka requires it below `replica.lag.time.max.ms`, so that an idle follower is never
+    /// taken for a lagging one.
+    pub replica_fetch_wait_max_ms: u64,
+    /// `replica.fetch.max.bytes` (1 MiB): per partition, at least one batch (KIP-74).
+    pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes` (10 MiB): per fetch.
+    pub replica_fetch_response_max_bytes: i32,
+    /// `replica.fetch.backoff.ms` (1000): the pause after a failed fetch.
+    pub replica_fetch_backoff_ms: u64,
+    /// `replica.socket.timeout.ms` (30000): the longest a follower waits for a fetch answer
+    /// beyond the fetch's own wait.
+    pub replica_socket_timeout_ms: u64,
+    /// `replica.high.watermark.checkpoint.interval.ms` (5000).
+    pub replica_high_watermark_checkpoint_interval_ms: u64,
+}
+
+impl Default for ReplicationSettings {
+    fn default() -> Self {
+        ReplicationSettings {
+            replica_lag_time_max_ms: 30_000,
+            replica_fetch_wait_max_ms: 500,
+            replica_fetch_max_bytes: 1 << 20,
+            replica_fetch_response_max_bytes: 10 << 20,
+            replica_fetch_backoff_ms: 1_000,
+            replica_socket_timeout_ms: 30_000,
+            replica_high_watermark_checkpoint_interval_ms: 5_000,
+        }
+    }
+}
+
 /// Kafka's default `offsets.topic.replication.factor`.
 pub const OFFSETS_TOPIC_REPLICATION_FACTOR_DEFAULT: i16 = 3;
 
@@ -296,6 +334,8 @@ pub struct BrokerBugs {
     pub serve_after_fenced: bool,
     /// The metadata quorum replica's planted bugs (the quorum checker).
     pub raft: crate::raft::core::RaftBugs,
+    /// Partition replication's planted bugs (lost-write, watermark, inconsistent-offsets).
+    pub replica: crate::replication::replica::ReplicaBugs,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see
@@ -360,6 +400,7 @@ impl Default for BrokerConfig {
             log_scrubber_bytes_per_second: LOG_SCRUBBER_BYTES_PER_SECOND_DEFAULT,
             fetch_zero_copy_bytes_min: crate::broker::handlers::fetch::ZERO_COPY_BYTES_MIN,
             groups: GroupSettings::default(),
+            replication: ReplicationSettings::default(),
             kraft: KraftSettings::default(),
             bugs: BrokerBugs::default(),
         }
@@ -817,6 +858,13 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "offsets.retention.minutes",
     "offsets.retention.check.interval.ms",
     "offsets.commit.timeout.ms",
+    "replica.lag.time.max.ms",
+    "replica.fetch.wait.max.ms",
+    "replica.fetch.max.bytes",
+    "replica.fetch.response.max.bytes",
+    "replica.fetch.backoff.ms",
+    "replica.socket.timeout.ms",
+    "replica.high.watermark.checkpoint.interval.ms",
 ];
 
 /// The largest `max.incremental.fetch.session.cache.slots` accepted: each session holds the
@@ -1313,6 +1361,45 @@ impl BrokerConfig {
             c.log_scrubber_bytes_per_second = to_u64(n);
         }
         c.apply_groups(s)?;
+        c.apply_replication(s)?;
+        Ok(())
+    }
+
+    /// The `replica.*` keys (Kafka's ranges: the times at least 1 ms, the byte limits at
+    /// least 1, and the fetch wait below the lag time).
+    fn apply_replication(&mut self, s: &Settings) -> Result<(), ConfigError> {
+        let i32_max = i64::from(i32::MAX);
+        let r = &mut self.replication;
+        if let Some(n) = s.int("replica.lag.time.max.ms", 1, i32_max)? {
+            r.replica_lag_time_max_ms = n.unsigned_abs();
+        }
+        if let Some(n) = s.int("replica.fetch.wait.max.ms", 1, i32_max)? {
+            r.replica_fetch_wait_max_ms = n.unsigned_abs();
+        }
+        if let Some(n) = s.int("replica.fetch.max.bytes", 1, i32_max)? {
+            r.replica_fetch_max_bytes = i32::try_from(n).unwrap_or(i32::MAX);
+        }
+        if let Some(n) = s.int("replica.fetch.response.max.bytes", 1, i32_max)? {
+            r.replica_fetch_response_max_bytes = i32::try_from(n).unwrap_or(i32::MAX);
+        }
+        if let Some(n) = s.int("replica.fetch.backoff.ms", 1, i32_max)? {
+            r.replica_fetch_backoff_ms = n.unsigned_abs();
+        }
+        if let Some(n) = s.int("replica.socket.timeout.ms", 1, i32_max)? {
+            r.replica_socket_timeout_ms = n.unsigned_abs();
+        }
+        if let Some(n) = s.int("replica.high.watermark.checkpoint.interval.ms", 1, i32_max)? {
+            r.replica_high_watermark_checkpoint_interval_ms = n.unsigned_abs();
+        }
+        if r.replica_fetch_wait_max_ms >= r.replica_lag_time_max_ms {
+            return Err(ConfigError::Conflict {
+                keys: "replica.fetch.wait.max.ms, replica.lag.time.max.ms".into(),
+                reason: format!(
+                    "the fetch wait {} ms must be below the lag time {} ms",
+                    r.replica_fetch_wait_max_ms, r.replica_lag_time_max_ms
+                ),
+            });
+        }
         Ok(())
     }
 

@@ -8,13 +8,16 @@
 //! id are deleted (a topic deleted and created again has another id); topics of the image
 //! that this node lacks are created with the image's id and partition count; topics that
 //! have fewer partitions here are grown; overrides that differ are replaced; the broker
-//! resource's configs (the cluster default `""` and this node's id) become the dynamic layers; each partition leads exactly when the image names
-//! this node its leader and this node is registered and not fenced.
+//! resource's configs (the cluster default `""` and this node's id) become the dynamic
+//! layers; each partition's replication core takes the image's state of it (leader,
+//! follower, or neither when this node is not registered or fenced), and the replica
+//! fetchers follow (see [`crate::replication::fetcher`]).
 //!
 //! Invariants: an image is applied whole before its offset is published as applied, and
 //! offsets published only grow; a step that fails (a disk error, a config the local rules
 //! refuse) is reported and retried with the next image, never half-published.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::broker::dynamic_config::Layers;
@@ -22,6 +25,7 @@ use crate::broker::topics::NewTopic;
 use crate::broker::Broker;
 use crate::controller::image::{ConfigResource, MetadataImage};
 use crate::coordinator::driver::OFFSETS_TOPIC;
+use crate::replication::replica::{BrokerState, PartitionState};
 use crate::rt::watch::Watched;
 
 /// Told of each image once it is applied whole, with the offset it was published at (the
@@ -150,13 +154,26 @@ impl MetadataPublisher {
         let mut regained: Vec<Arc<crate::broker::partition::Partition>> = Vec::new();
         // `__consumer_offsets` partitions this broker stops leading: their groups unload.
         let mut lost: Vec<i32> = Vec::new();
+        let brokers: BTreeMap<i32, BrokerState> = image
+            .brokers
+            .values()
+            .map(|b| {
+                (
+                    b.id,
+                    BrokerState {
+                        epoch: b.epoch,
+                        eligible: b.is_active(),
+                    },
+                )
+            })
+            .collect();
+        let now_ms = broker.monotonic_ms();
         for partition in &partitions {
-            let leads = registered
-                && image
-                    .partition(&partition.topic, partition.index)
-                    .is_some_and(|p| p.leader == node_id);
+            let registration = image.partition(&partition.topic, partition.index);
+            let leads = registered && registration.is_some_and(|p| p.leader == node_id);
             // The planted bug keeps what was once given.
-            let leads = leads || (broker.config.bugs.serve_after_fenced && partition.is_leading());
+            let keep = broker.config.bugs.serve_after_fenced && partition.is_leading() && !leads;
+            let leads = leads || keep;
             changed += usize::from(partition.is_leading() != leads);
             leading += usize::from(leads);
             if leads && !partition.is_leading() && partition.topic == OFFSETS_TOPIC {
@@ -165,7 +182,18 @@ impl MetadataPublisher {
             if !leads && partition.is_leading() && partition.topic == OFFSETS_TOPIC {
                 lost.push(partition.index);
             }
-            partition.set_leading(leads);
+            if !keep {
+                // A fenced or unregistered broker neither leads nor follows.
+                let state = registration.filter(|_| registered).map(|p| PartitionState {
+                    replicas: p.replicas.clone(),
+                    isr: p.isr.clone(),
+                    elr: p.elr.clone(),
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                });
+                partition.apply_metadata(now_ms, state, brokers.clone());
+            }
         }
         if changed > 0 {
             tracing::info!(

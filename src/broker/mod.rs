@@ -218,6 +218,12 @@ impl Scrubber {
 }
 
 impl Broker {
+    /// Milliseconds of the monotonic clock since the broker started: the time replication
+    /// cores and their tasks run on (never the wall clock, which may jump).
+    pub fn monotonic_ms(&self) -> u64 {
+        self.fetch_sessions.now_ms()
+    }
+
     /// Opens the node's data: `disk` is rooted at the log directory.
     pub async fn open(
         config: BrokerConfig,

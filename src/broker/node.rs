@@ -80,6 +80,8 @@ pub struct Node {
     parts: Parts,
     lifecycle_task: JoinHandle<()>,
     publisher_task: JoinHandle<()>,
+    /// The replica fetchers, the ISR change sender and their housekeeping.
+    replication: crate::replication::fetcher::Replication,
     stop: Arc<Latch>,
 }
 
@@ -182,6 +184,7 @@ impl Node {
         controller_config.session_timeout_ms = config.kraft.broker_session_timeout_ms;
         controller_config.num_partitions = config.num_partitions;
         controller_config.default_replication_factor = config.default_replication_factor;
+        controller_config.min_insync_replicas = config.min_insync_replicas;
         controller_config.delete_topic_enable = config.delete_topic_enable;
         controller_config.proposal_bytes_max =
             crate::cli::controller::proposal_bytes_max(&raft_config);
@@ -269,7 +272,13 @@ impl Node {
             !quorum_of_one,
         );
         broker.topics.attach_controller(channel.clone());
-        broker.producer_ids.attach_controller(channel).await;
+        broker.producer_ids.attach_controller(channel.clone()).await;
+        let epoch_of = lifecycle.clone();
+        let replication = crate::replication::fetcher::start(
+            broker.clone(),
+            channel,
+            Arc::new(move || epoch_of.status().epoch),
+        );
         let stop = Arc::new(Latch::new());
         let applied = publisher.applied();
         let publisher_task = task::spawn(run_publisher(
@@ -296,6 +305,7 @@ impl Node {
             Ok(unfenced) => unfenced,
             Err(e) => {
                 stop.set();
+                replication.stop(&broker).await;
                 lifecycle.stop().await;
                 return Err(e);
             }
@@ -325,6 +335,7 @@ impl Node {
             parts,
             lifecycle_task,
             publisher_task,
+            replication,
             stop,
         })
     }
@@ -355,6 +366,7 @@ impl Node {
         if done.is_err() {
             tracing::warn!("the controlled shutdown was not granted within {CONTROLLED_SHUTDOWN_WAIT_MS_MAX} ms");
         }
+        self.replication.stop(&self.broker).await;
         self.lifecycle.stop().await;
         let _ = self.lifecycle_task.await;
         self.stop.set();

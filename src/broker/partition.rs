@@ -13,17 +13,22 @@
 //! answer with KAFKA_STORAGE_ERROR) until the log is reopened; reads below it and appends go
 //! on. It is not an IO error: the log stays online and the log directory is not failed.
 //!
-//! Leadership. On a node with a metadata quorum the metadata publisher says whether the
-//! committed image names this node the partition's leader ([`Partition::set_leading`]); a
-//! partition that does not lead refuses appends and reads ([`PartitionError::NotLeader`],
-//! NOT_LEADER_OR_FOLLOWER at the wire), so a fenced broker serves nothing. Without a
-//! controller a partition always leads.
+//! Leadership and replication. The partition's replication state is a
+//! [`crate::replication::replica::Replica`] core under a lock never held across an await. On a
+//! node with a metadata quorum the metadata publisher gives it what the committed image says
+//! of the partition ([`Partition::apply_metadata`]): leader, follower, or neither (a fenced
+//! broker leads nothing). A partition that does not lead refuses appends and client reads
+//! ([`PartitionError::NotLeader`], NOT_LEADER_OR_FOLLOWER at the wire); a follower takes the
+//! leader's batches from the replica fetcher ([`Partition::append_as_follower`]). Without a
+//! controller a partition leads alone (its ISR is itself). The high watermark is the core's:
+//! on a leader the minimum over the ISR of what each member holds durably (design §5).
 //!
 //! Invariants: the high watermark never moves backwards and never passes the log end offset;
 //! every advance wakes the fetches waiting in the purgatory; `corrupt_from` only moves down,
 //! and no read returns a batch that ends above it.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -31,12 +36,17 @@ use tokio::sync::Notify;
 
 use crate::broker::config::{BrokerBugs, TopicConfig};
 use crate::log::cleaner::{CleanOutcome, Cleanable, CleanerBugs, CleanerPolicy};
+use crate::log::leader_epoch::EpochEnd;
 use crate::log::validator::ValidatedBatch;
 use crate::log::{
     AppendInfo, FileRegion, FlushPolicy, Log, LogError, PendingAppend, ReadResult, RecoveryReport,
     RetentionOutcome, RetentionPolicy, ScrubCursor, ScrubStep,
 };
 use crate::protocol::wire::Uuid;
+use crate::replication::replica::{
+    AlterPartitionRefusal, BrokerState, FetchRefusal, IsrProposal, PartitionState, Replica,
+    ReplicaConfig,
+};
 use crate::rt::latch::Latch;
 
 /// Why a partition refused an operation.
@@ -46,6 +56,27 @@ pub enum PartitionError {
     Deleted { topic: String, partition: i32 },
     /// The committed metadata image does not name this node the partition's leader.
     NotLeader { topic: String, partition: i32 },
+    /// A replica's fetch in another leader epoch than this leader's, or from a broker that
+    /// is not a replica.
+    ReplicaFetch {
+        topic: String,
+        partition: i32,
+        refusal: FetchRefusal,
+    },
+    /// acks=all while the ISR is smaller than `min.insync.replicas` (before the append).
+    NotEnoughReplicas {
+        topic: String,
+        partition: i32,
+        isr: usize,
+        min_insync_replicas: usize,
+    },
+    /// acks=all appended, and then the ISR shrank below `min.insync.replicas`.
+    NotEnoughReplicasAfterAppend {
+        topic: String,
+        partition: i32,
+        isr: usize,
+        min_insync_replicas: usize,
+    },
     Log {
         topic: String,
         partition: i32,
@@ -69,6 +100,29 @@ impl std::fmt::Display for PartitionError {
             PartitionError::NotLeader { topic, partition } => {
                 write!(f, "this node does not lead {topic}-{partition}")
             }
+            PartitionError::ReplicaFetch {
+                topic,
+                partition,
+                refusal,
+            } => write!(f, "{topic}-{partition}: replica fetch refused: {refusal:?}"),
+            PartitionError::NotEnoughReplicas {
+                topic,
+                partition,
+                isr,
+                min_insync_replicas,
+            } => write!(
+                f,
+                "{topic}-{partition}: the ISR has {isr} member(s), below min.insync.replicas {min_insync_replicas}"
+            ),
+            PartitionError::NotEnoughReplicasAfterAppend {
+                topic,
+                partition,
+                isr,
+                min_insync_replicas,
+            } => write!(
+                f,
+                "{topic}-{partition}: appended, but the ISR shrank to {isr} member(s), below min.insync.replicas {min_insync_replicas}"
+            ),
             PartitionError::Log {
                 topic,
                 partition,
@@ -164,12 +218,23 @@ pub struct Partition {
     /// The topic's effective config, replaced whole when AlterConfigs changes it; readers
     /// take a cheap `Arc` clone under a read lock that is never held across an await.
     config: std::sync::RwLock<Arc<TopicConfig>>,
-    /// The leader epoch: 0 until replication brings elections.
-    leader_epoch: i32,
+    /// The replication core (see the module doc); never locked across an await.
+    replica: Mutex<Replica>,
+    /// The core's leader epoch, role and high watermark, copied out after every step for
+    /// lock-free reads.
+    leader_epoch: AtomicI32,
     high_watermark: AtomicI64,
     deleted: AtomicBool,
-    /// Whether the committed metadata names this node the leader (always, without one).
+    /// Whether the core leads (always, without a controller).
     leading: AtomicBool,
+    /// An ISR change the core decided, for the broker's AlterPartition task, with the time
+    /// it was taken; `isr_changes` wakes that task.
+    outbox: Mutex<Option<IsrProposal>>,
+    isr_changes: Arc<Notify>,
+    /// The high watermark last written to the checkpoint (-1: never).
+    checkpointed: AtomicI64,
+    /// The latest `now_ms` a step was given.
+    now_ms: std::sync::atomic::AtomicU64,
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
@@ -199,31 +264,66 @@ pub struct CleanerShare {
 const NOT_CORRUPT: i64 = i64::MAX;
 
 impl Partition {
+    /// A partition leading alone (its own ISR, leader epoch 0) until the metadata publisher
+    /// says otherwise. `checkpointed` is the high watermark checkpoint's value, if any.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         (topic, topic_id, index): (String, Uuid, i32),
         (log, recovery): (Arc<Log>, RecoveryReport),
         config: TopicConfig,
-        data_arrived: Arc<Notify>,
+        (node_id, replication): (i32, crate::broker::config::ReplicationSettings),
+        checkpointed: Option<i64>,
+        (data_arrived, isr_changes): (Arc<Notify>, Arc<Notify>),
         health: Arc<LogDirHealth>,
         bugs: BrokerBugs,
     ) -> Partition {
-        // After recovery everything in the log is on disk (recovery only keeps what it read
-        // back), so all of it may be served.
-        let high_watermark = if bugs.high_watermark_from_recovery_point {
-            recovery.recovery_point.min(log.log_end_offset())
-        } else {
-            log.log_end_offset()
+        let log_end = log.log_end_offset();
+        // A checkpoint may predate a truncation; without one nothing is known acknowledged
+        // beyond what this replica alone may acknowledge, which leading alone gives below.
+        let high_watermark = checkpointed.unwrap_or(0).min(log_end);
+        let replica_config = ReplicaConfig {
+            node_id,
+            replica_lag_time_max_ms: replication.replica_lag_time_max_ms,
+            min_insync_replicas: usize::try_from(config.min_insync_replicas.max(1)).unwrap_or(1),
         };
+        let mut replica = Replica::new(replica_config, high_watermark, bugs.replica);
+        // After recovery everything in the log is on disk (recovery only keeps what it read
+        // back), so all of it may be served by a partition that is its own ISR.
+        let acknowledgeable_end = if bugs.high_watermark_from_recovery_point {
+            recovery.recovery_point.min(log_end)
+        } else {
+            log_end
+        };
+        replica.apply_state(
+            0,
+            PartitionState {
+                replicas: vec![node_id],
+                isr: vec![node_id],
+                elr: Vec::new(),
+                leader: node_id,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            },
+            BTreeMap::new(),
+            (log_end, acknowledgeable_end),
+        );
+        let high_watermark = replica.high_watermark();
+        let _ = replica.ready(0);
         Partition {
             topic,
             topic_id,
             index,
             log,
             config: std::sync::RwLock::new(Arc::new(config)),
-            leader_epoch: 0,
+            replica: Mutex::new(replica),
+            leader_epoch: AtomicI32::new(0),
             high_watermark: AtomicI64::new(high_watermark),
             deleted: AtomicBool::new(false),
             leading: AtomicBool::new(true),
+            outbox: Mutex::new(None),
+            isr_changes,
+            checkpointed: AtomicI64::new(checkpointed.unwrap_or(-1)),
+            now_ms: std::sync::atomic::AtomicU64::new(0),
             data_arrived,
             health,
             corrupt_from: AtomicI64::new(NOT_CORRUPT),
@@ -248,6 +348,8 @@ impl Partition {
     /// the next request on. The log's own settings (segment size and age, index interval,
     /// flush policy) were fixed when the log was opened and change at the next start.
     pub fn set_config(&self, config: TopicConfig) {
+        let min = usize::try_from(config.min_insync_replicas.max(1)).unwrap_or(1);
+        self.step(0, |core| core.set_min_insync_replicas(min));
         *self
             .config
             .write()
@@ -259,7 +361,7 @@ impl Partition {
     }
 
     pub fn leader_epoch(&self) -> i32 {
-        self.leader_epoch
+        self.leader_epoch.load(Ordering::Acquire)
     }
 
     /// Kafka's HighWatermark: the end of what has been acknowledged and may be read.
@@ -291,12 +393,287 @@ impl Partition {
         self.leading.load(Ordering::Acquire)
     }
 
-    /// Puts what the committed metadata says of this node's leadership in force; waiting
-    /// fetches re-check.
-    pub fn set_leading(&self, leading: bool) {
-        if self.leading.swap(leading, Ordering::AcqRel) != leading {
-            tracing::debug!(topic = %self.topic, partition = self.index, leading, "leadership changed");
+    fn core(&self) -> std::sync::MutexGuard<'_, Replica> {
+        // A poisoned lock means a release assertion fired inside the core, which stops the
+        // broker; what is left is still the last whole state.
+        self.replica
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs `step` on the core and carries out its outputs: the high watermark, the role and
+    /// epoch copies, an ISR change for the AlterPartition task. Waiters are woken when
+    /// anything they wait on moved.
+    fn step<T>(&self, now_ms: u64, step: impl FnOnce(&mut Replica) -> T) -> T {
+        // Steps without a clock of their own (appends, truncations) use the latest time seen.
+        let now_ms = self.now_ms.fetch_max(now_ms, Ordering::AcqRel).max(now_ms);
+        let (out, ready, leading, epoch, high_watermark) = {
+            let mut core = self.core();
+            let out = step(&mut core);
+            let ready = core.ready(now_ms);
+            (
+                out,
+                ready,
+                core.is_leader(),
+                core.leader_epoch(),
+                core.high_watermark(),
+            )
+        };
+        let was_leading = self.leading.swap(leading, Ordering::AcqRel);
+        let old_epoch = self.leader_epoch.swap(epoch, Ordering::AcqRel);
+        if let Some(to) = ready.high_watermark {
+            assert_eq!(to, high_watermark, "the core's moved high watermark");
+        }
+        let before = self.high_watermark.swap(high_watermark, Ordering::AcqRel);
+        if let Some(proposal) = ready.alter_partition {
+            *self
+                .outbox
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(proposal);
+            self.isr_changes.notify_one();
+        }
+        if was_leading != leading || old_epoch != epoch || before != high_watermark {
+            if was_leading != leading {
+                tracing::debug!(topic = %self.topic, partition = self.index, leading, epoch, "leadership changed");
+            }
             self.data_arrived.notify_waiters();
+        }
+        out
+    }
+
+    /// The ends the core counts for this replica: the log end, and what it may acknowledge
+    /// (the synced end under sync-before-ack, the log end in page-cache mode).
+    fn ends(&self) -> (i64, i64) {
+        let log_end = self.log.log_end_offset();
+        let acknowledgeable = match self.log.config().flush {
+            FlushPolicy::SyncBeforeAck if self.bugs.high_watermark_by_log_end => log_end,
+            FlushPolicy::SyncBeforeAck => self.log.durable_end_offset().min(log_end),
+            FlushPolicy::PageCache { .. } => log_end,
+        };
+        (log_end, acknowledgeable)
+    }
+
+    /// Puts what the committed metadata says of this partition and of the brokers in force
+    /// (`None`: this broker leads nothing of it, e.g. it is fenced). Waiting fetches and
+    /// produces re-check.
+    pub fn apply_metadata(
+        &self,
+        now_ms: u64,
+        state: Option<PartitionState>,
+        brokers: BTreeMap<i32, BrokerState>,
+    ) {
+        let ends = self.ends();
+        self.step(now_ms, |core| match state {
+            Some(state) => core.apply_state(now_ms, state, brokers, ends),
+            None => core.resign(),
+        });
+    }
+
+    /// Stops leading (and following) until the metadata publisher says otherwise.
+    pub fn resign(&self) {
+        self.step(0, |core| core.resign());
+    }
+
+    /// The partition's committed state as the core has it (None before any).
+    pub fn replica_state(&self) -> Option<PartitionState> {
+        self.core().state().cloned()
+    }
+
+    /// Whom this replica follows, if it follows.
+    pub fn following(&self) -> Option<i32> {
+        match self.core().role() {
+            crate::replication::replica::Role::Follower { leader } => Some(*leader),
+            _ => None,
+        }
+    }
+
+    /// The core's maximal ISR (KIP-497), for tests and tools.
+    pub fn maximal_isr(&self) -> Vec<i32> {
+        self.core().maximal_isr()
+    }
+
+    /// The time passed: ISR shrink proposals, resends.
+    pub fn tick(&self, now_ms: u64) {
+        self.step(now_ms, |core| core.tick(now_ms));
+    }
+
+    /// Takes the ISR change waiting to be sent, if any.
+    pub fn take_isr_proposal(&self) -> Option<IsrProposal> {
+        self.outbox
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take()
+    }
+
+    /// The controller's answer to the ISR change sent last.
+    pub fn isr_proposal_answered(
+        &self,
+        now_ms: u64,
+        answer: Result<PartitionState, AlterPartitionRefusal>,
+    ) {
+        self.step(now_ms, |core| core.alter_partition_answered(now_ms, answer));
+    }
+
+    /// Whether an acks=all produce may be appended (the ISR has `min.insync.replicas`).
+    pub fn check_enough_replicas(&self) -> Result<(), PartitionError> {
+        let core = self.core();
+        if core.enough_replicas() {
+            return Ok(());
+        }
+        Err(PartitionError::NotEnoughReplicas {
+            topic: self.topic.clone(),
+            partition: self.index,
+            isr: core.isr_len(),
+            min_insync_replicas: core.config().min_insync_replicas,
+        })
+    }
+
+    /// Waits until the high watermark passes `last_offset` (acks=all): every member of the
+    /// ISR holds it durably. Fails once this broker stops leading, or when the ISR shrinks
+    /// below `min.insync.replicas` (the high watermark would not move until it grows again).
+    pub async fn wait_replicated(&self, last_offset: i64) -> Result<(), PartitionError> {
+        loop {
+            let notified = self.data_arrived.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.check_live()?;
+            if self.high_watermark() > last_offset {
+                return Ok(());
+            }
+            self.check_leader()?;
+            {
+                let core = self.core();
+                if !core.enough_replicas() {
+                    return Err(PartitionError::NotEnoughReplicasAfterAppend {
+                        topic: self.topic.clone(),
+                        partition: self.index,
+                        isr: core.isr_len(),
+                        min_insync_replicas: core.config().min_insync_replicas,
+                    });
+                }
+            }
+            notified.await;
+        }
+    }
+
+    /// A follower's fetch arrived (leader side): checks its epoch, records its fetch offset
+    /// (which may advance the high watermark and propose it for the ISR), and says whether its
+    /// log diverges from this one (Fetch v12+ DivergingEpoch), in which case it gets no
+    /// records.
+    pub async fn follower_fetch(
+        &self,
+        now_ms: u64,
+        (replica_id, broker_epoch): (i32, i64),
+        current_leader_epoch: i32,
+        fetch_offset: i64,
+        last_fetched_epoch: i32,
+    ) -> Result<Option<EpochEnd>, PartitionError> {
+        self.check_live()?;
+        let refusal = |refusal| match refusal {
+            FetchRefusal::NotLeader => PartitionError::NotLeader {
+                topic: self.topic.clone(),
+                partition: self.index,
+            },
+            refusal => PartitionError::ReplicaFetch {
+                topic: self.topic.clone(),
+                partition: self.index,
+                refusal,
+            },
+        };
+        // Checked before the divergence, and the fetch offset of a diverging follower is not
+        // recorded: it counts records the leader does not have.
+        self.core()
+            .check_fetch(replica_id, current_leader_epoch)
+            .map_err(refusal)?;
+        if last_fetched_epoch >= 0 {
+            let ours = self.log.end_offset_for_epoch(last_fetched_epoch).await;
+            if let Some(diverging) = crate::replication::follower::diverging_epoch(
+                last_fetched_epoch,
+                fetch_offset,
+                ours,
+            ) {
+                return Ok(Some(diverging));
+            }
+        }
+        self.step(now_ms, |core| {
+            core.follower_fetch(
+                now_ms,
+                replica_id,
+                broker_epoch,
+                current_leader_epoch,
+                fetch_offset,
+            )
+        })
+        .map_err(refusal)?;
+        Ok(None)
+    }
+
+    /// Appends the leader's batches as they are (offsets and epochs kept) on a follower, and
+    /// syncs them under sync-before-ack before returning, so that the next fetch offset, which
+    /// acknowledges them to the leader, covers only synced records (design §5).
+    pub async fn append_as_follower(&self, records: Bytes) -> Result<(), PartitionError> {
+        self.check_live()?;
+        if self.bugs.replica.follower_acks_before_sync {
+            self.log
+                .append_in_mode(records, crate::log::AppendMode::Replica)
+                .await
+                .map_err(|e| self.log_error(e))?;
+        } else {
+            self.log
+                .append_as_follower(records)
+                .await
+                .map_err(|e| self.log_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// Truncates a follower's log to `offset` (its divergence from the leader); returns the
+    /// new log end. The high watermark is capped at it.
+    pub async fn truncate_as_follower(&self, offset: i64) -> Result<i64, PartitionError> {
+        self.check_live()?;
+        let end = self
+            .log
+            .truncate_to(offset)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        let before = self.high_watermark();
+        if end < before {
+            tracing::warn!(topic = %self.topic, partition = self.index, end, high_watermark = before, "a follower truncated below its high watermark");
+        }
+        self.step(0, |core| core.truncated(end));
+        Ok(end)
+    }
+
+    /// A follower whose fetch offset is below the leader's log start starts over there.
+    pub async fn restart_follower_at(&self, offset: i64) -> Result<(), PartitionError> {
+        self.check_live()?;
+        self.log
+            .truncate_fully_and_start_at(offset)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        self.step(0, |core| core.truncated(offset));
+        Ok(())
+    }
+
+    /// A follower takes the leader's high watermark from a fetch answer.
+    pub fn follower_high_watermark(&self, leader_high_watermark: i64) {
+        let log_end = self.log.log_end_offset();
+        self.step(0, |core| {
+            core.follower_high_watermark(leader_high_watermark, log_end)
+        });
+    }
+
+    /// Writes the high watermark checkpoint if it moved since the last write.
+    pub async fn checkpoint_high_watermark(&self, disk: &crate::rt::disk::Disk) {
+        let high_watermark = self.high_watermark();
+        if self.checkpointed.load(Ordering::Acquire) == high_watermark || self.is_deleted() {
+            return;
+        }
+        match crate::replication::checkpoint::write(disk, self.log.dir(), high_watermark).await {
+            Ok(()) => self.checkpointed.store(high_watermark, Ordering::Release),
+            Err(e) => {
+                tracing::warn!(topic = %self.topic, partition = self.index, error = %e, "cannot write the high watermark checkpoint")
+            }
         }
     }
 
@@ -340,59 +717,35 @@ impl Partition {
         self.check_leader()?;
         let pending = self
             .log
-            .append_validated_unacknowledged(batch)
+            .append_validated_unacknowledged(batch, self.leader_epoch())
             .await
             .map_err(|e| self.log_error(e))?;
         // The log's flush policy, not the (possibly altered) topic config's: the two must
-        // agree on when an append is acknowledged, and the log's is fixed until reopened.
-        if matches!(self.log.config().flush, FlushPolicy::PageCache { .. }) {
-            // In page-cache mode an append is acknowledged once written: the sole replica
-            // has it, so the high watermark moves at once.
-            self.advance_high_watermark(self.log.log_end_offset());
-        }
+        // agree on when an append is acknowledged, and the log's is fixed until reopened. In
+        // page-cache mode an append counts at once; followers wait for its log end to move.
+        let ends = self.ends();
+        self.step(0, |core| core.leader_end_advanced(ends.0, ends.1));
+        // Followers' fetches wait for the log end to move, not the high watermark.
+        self.data_arrived.notify_waiters();
         Ok(pending)
     }
 
-    /// Waits until an append may be acknowledged and advances the high watermark over it.
+    /// Waits until an append may be acknowledged by this replica (its sync under
+    /// sync-before-ack) and tells the core, which may advance the high watermark over it (at
+    /// once when this replica is its whole ISR).
     pub async fn acknowledge(&self, pending: PendingAppend) -> Result<AppendInfo, PartitionError> {
         let info = self
             .log
             .acknowledge(pending)
             .await
             .map_err(|e| self.log_error(e))?;
-        let acknowledged_end = match self.log.config().flush {
-            FlushPolicy::SyncBeforeAck if self.bugs.high_watermark_by_log_end => {
-                self.log.log_end_offset()
-            }
-            FlushPolicy::SyncBeforeAck => self.log.durable_end_offset(),
-            FlushPolicy::PageCache { .. } => self.log.log_end_offset(),
-        };
+        let ends = self.ends();
         assert!(
-            acknowledged_end > info.last_offset,
+            ends.1 > info.last_offset,
             "an acknowledged append must lie below the acknowledged end"
         );
-        self.advance_high_watermark(acknowledged_end);
+        self.step(0, |core| core.leader_end_advanced(ends.0, ends.1));
         Ok(info)
-    }
-
-    fn advance_high_watermark(&self, to: i64) {
-        let log_end = self.log.log_end_offset();
-        assert!(to <= log_end, "high watermark {to} above log end {log_end}");
-        if matches!(self.log.config().flush, FlushPolicy::SyncBeforeAck)
-            && !self.bugs.high_watermark_by_log_end
-        {
-            // Sync before ack: the sole replica acknowledges only what it has synced, so the
-            // high watermark never covers bytes a power loss could take (design §5).
-            let durable_end = self.log.durable_end_offset();
-            assert!(
-                to <= durable_end,
-                "high watermark {to} above the durable end {durable_end} under sync-before-ack"
-            );
-        }
-        let before = self.high_watermark.fetch_max(to, Ordering::AcqRel);
-        if to > before {
-            self.data_arrived.notify_waiters();
-        }
     }
 
     /// The offset a read with `bound` must not return records from.

@@ -318,6 +318,8 @@ pub struct Topics {
     clock: Clock,
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     data_arrived: Arc<Notify>,
+    /// Woken when a partition has an ISR change for the controller.
+    isr_changes: Arc<Notify>,
     health: Arc<LogDirHealth>,
     /// The way to the controller, once the node runs one: changes go there.
     controller: std::sync::OnceLock<ControllerChannel>,
@@ -338,6 +340,7 @@ impl Topics {
         health: Arc<LogDirHealth>,
     ) -> Result<Topics, TopicError> {
         let topics_dir = disk::join(dir, TOPICS_DIR);
+        let isr_changes = Arc::new(Notify::new());
         disk.create_dir_all(&topics_dir)
             .await
             .map_err(io_error("create", &topics_dir))?;
@@ -375,7 +378,7 @@ impl Topics {
                 dir,
                 &broker,
                 &clock,
-                (&data_arrived, &health),
+                (&data_arrived, &isr_changes, &health),
                 name,
                 record,
             )
@@ -419,6 +422,7 @@ impl Topics {
             clock,
             topics: RwLock::new(loaded),
             data_arrived,
+            isr_changes,
             health,
             controller: std::sync::OnceLock::new(),
             leadership_from_metadata: std::sync::atomic::AtomicBool::new(false),
@@ -433,7 +437,7 @@ impl Topics {
         self.leadership_from_metadata
             .store(true, std::sync::atomic::Ordering::Release);
         for partition in self.partitions().await {
-            partition.set_leading(false);
+            partition.resign();
         }
     }
 
@@ -449,8 +453,13 @@ impl Topics {
             .leadership_from_metadata
             .load(std::sync::atomic::Ordering::Acquire)
         {
-            partition.set_leading(false);
+            partition.resign();
         }
+    }
+
+    /// Woken when a partition has an ISR change for the controller.
+    pub fn isr_changes(&self) -> Arc<Notify> {
+        self.isr_changes.clone()
     }
 
     /// From now on, changes go to the controller (see the module doc). Attached once.
@@ -741,7 +750,7 @@ impl Topics {
                         &self.dir,
                         (&broker, &topic.config),
                         &self.clock,
-                        (&self.data_arrived, &self.health),
+                        (&self.data_arrived, &self.isr_changes, &self.health),
                         name,
                         topic.id,
                         index,
@@ -852,7 +861,7 @@ impl Topics {
             &self.dir,
             &self.broker_config(),
             &self.clock,
-            (&self.data_arrived, &self.health),
+            (&self.data_arrived, &self.isr_changes, &self.health),
             &new.name,
             record.clone(),
         )
@@ -975,7 +984,7 @@ async fn open_topic(
     dir: &str,
     broker: &BrokerConfig,
     clock: &Clock,
-    (data_arrived, health): (&Arc<Notify>, &Arc<LogDirHealth>),
+    (data_arrived, isr_changes, health): (&Arc<Notify>, &Arc<Notify>, &Arc<LogDirHealth>),
     name: &str,
     record: TopicRecord,
 ) -> Result<Topic, TopicError> {
@@ -992,7 +1001,7 @@ async fn open_topic(
                 dir,
                 (broker, &config),
                 clock,
-                (data_arrived, health),
+                (data_arrived, isr_changes, health),
                 name,
                 record.id,
                 index,
@@ -1018,7 +1027,7 @@ async fn open_partition(
     dir: &str,
     (broker, config): (&BrokerConfig, &TopicConfig),
     clock: &Clock,
-    (data_arrived, health): (&Arc<Notify>, &Arc<LogDirHealth>),
+    (data_arrived, isr_changes, health): (&Arc<Notify>, &Arc<Notify>, &Arc<LogDirHealth>),
     name: &str,
     id: Uuid,
     index: i32,
@@ -1058,11 +1067,14 @@ async fn open_partition(
             "recovered partition log"
         );
     }
+    let checkpointed = crate::replication::checkpoint::read(disk, &partition_dir).await;
     Ok(Arc::new(Partition::new(
         (name.to_string(), id, index),
         (log, report),
         config.clone(),
-        data_arrived.clone(),
+        (broker.node_id, broker.replication),
+        checkpointed,
+        (data_arrived.clone(), isr_changes.clone()),
         health.clone(),
         broker.bugs,
     )))

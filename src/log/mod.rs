@@ -801,13 +801,18 @@ impl Log {
     /// [`Log::append_unacknowledged`] for a batch the produce validator accepted: its CRC was
     /// verified on these same (immutable) bytes, so only its header is parsed again, sparing
     /// a second CRC pass over the batch on the produce path.
+    /// The batch is appended by the leader of `leader_epoch` ([`AppendMode::Leader`]).
     pub async fn append_validated_unacknowledged(
         &self,
         batch: &validator::ValidatedBatch,
+        leader_epoch: i32,
     ) -> Result<PendingAppend, LogError> {
         let header =
             record_batch::BatchHeader::parse(&batch.records).map_err(LogError::InvalidBatch)?;
-        self.append_checked(batch.records.clone(), vec![header], AppendMode::Client)
+        let mode = AppendMode::Leader {
+            epoch: leader_epoch,
+        };
+        self.append_checked(batch.records.clone(), vec![header], mode)
             .await
     }
 

@@ -65,7 +65,7 @@ async fn stored_by_new_path(batch: &[u8], timestamp_type: TimestampType, copied:
         // Only a batch whose header validation rewrites is copied.
         assert_eq!(batch.bytes().as_ptr() != slice.as_ptr(), copied);
         let pending = log
-            .append_validated_unacknowledged(&batch)
+            .append_validated_unacknowledged(&batch, 0)
             .await
             .expect("append");
         log.acknowledge(pending).await.expect("acknowledge");
@@ -79,13 +79,16 @@ async fn stored_by_new_path(batch: &[u8], timestamp_type: TimestampType, copied:
         .to_vec()
 }
 
-/// The old path: a private copy, validated and stamped in place, base offset set in place.
+/// The old path: a private copy, validated and stamped in place, base offset and leader epoch
+/// set in place.
 fn stored_by_old_path(batch: &[u8], timestamp_type: TimestampType) -> Vec<u8> {
     let mut stored = Vec::new();
     for base_offset in [0, 20] {
         let mut copy = batch.to_vec();
         validator::validate_produce(&mut copy, &cfg(timestamp_type)).expect("valid");
         record_batch::set_base_offset(&mut copy, base_offset);
+        // The leader (epoch 0 here) stamps its epoch, outside the CRC.
+        record_batch::set_partition_leader_epoch(&mut copy, 0);
         stored.extend_from_slice(&copy);
     }
     stored

@@ -166,6 +166,12 @@ pub struct ReplicaBugs {
     pub high_watermark_past_slowest: bool,
     /// The high watermark advances whatever the ISR's size.
     pub ignore_min_insync_replicas: bool,
+    /// A follower fetches again before its appended batches are synced, so its fetch offset
+    /// acknowledges what a power loss can take.
+    pub follower_acks_before_sync: bool,
+    /// A follower truncates to its high watermark when the leader says it diverges, instead
+    /// of to where the leader's epoch ends.
+    pub follower_truncates_by_high_watermark: bool,
 }
 
 impl Replica {
@@ -219,11 +225,18 @@ impl Replica {
     }
 
     /// Changes `min.insync.replicas` (a topic config change); the high watermark re-checks.
-    pub fn set_min_insync_replicas(&mut self, now_ms: u64, min: usize) {
+    pub fn set_min_insync_replicas(&mut self, min: usize) {
         assert!(min >= 1, "min.insync.replicas below 1");
         self.config.min_insync_replicas = min;
         self.maybe_advance_high_watermark();
-        let _ = now_ms;
+    }
+
+    /// Stops leading and following (this broker is fenced, or the partition is going).
+    pub fn resign(&mut self) {
+        self.role = Role::None;
+        self.followers.clear();
+        self.in_flight = None;
+        self.to_send = None;
     }
 
     /// The committed ISR's size (0 when not a leader).
@@ -365,6 +378,29 @@ impl Replica {
         }
     }
 
+    /// Whether a follower's fetch in `current_leader_epoch` (-1: not sent) is one this leader
+    /// serves (without recording anything).
+    pub fn check_fetch(
+        &self,
+        replica_id: i32,
+        current_leader_epoch: i32,
+    ) -> Result<(), FetchRefusal> {
+        if self.role != Role::Leader {
+            return Err(FetchRefusal::NotLeader);
+        }
+        let epoch = self.leader_epoch();
+        if current_leader_epoch >= 0 && current_leader_epoch < epoch {
+            return Err(FetchRefusal::FencedLeaderEpoch);
+        }
+        if current_leader_epoch > epoch {
+            return Err(FetchRefusal::UnknownLeaderEpoch);
+        }
+        if !self.followers.contains_key(&replica_id) {
+            return Err(FetchRefusal::NotReplica);
+        }
+        Ok(())
+    }
+
     /// A follower's fetch at `fetch_offset` (its synced log end), in leader epoch
     /// `current_leader_epoch` (-1: not sent), from broker epoch `broker_epoch` (-1: not sent).
     /// Updates its state, and may advance the high watermark and propose its addition to the
@@ -377,16 +413,7 @@ impl Replica {
         current_leader_epoch: i32,
         fetch_offset: i64,
     ) -> Result<(), FetchRefusal> {
-        if self.role != Role::Leader {
-            return Err(FetchRefusal::NotLeader);
-        }
-        let epoch = self.leader_epoch();
-        if current_leader_epoch >= 0 && current_leader_epoch < epoch {
-            return Err(FetchRefusal::FencedLeaderEpoch);
-        }
-        if current_leader_epoch > epoch {
-            return Err(FetchRefusal::UnknownLeaderEpoch);
-        }
+        self.check_fetch(replica_id, current_leader_epoch)?;
         let leader_log_end = self.leader_log_end;
         let Some(follower) = self.followers.get_mut(&replica_id) else {
             return Err(FetchRefusal::NotReplica);
@@ -533,8 +560,9 @@ impl Replica {
         let Some(in_flight) = self.in_flight.take() else {
             return;
         };
-        match answer {
-            Ok(state) => {
+        // A refusal only drops the proposal.
+        if let Ok(state) = answer {
+            {
                 let current = self.state.as_ref().map_or(-1, |s| s.partition_epoch);
                 if self.role == Role::Leader
                     && state.leader_epoch == in_flight.proposal.leader_epoch
@@ -545,7 +573,6 @@ impl Replica {
                     self.apply_state(now_ms, state, brokers, ends);
                 }
             }
-            Err(_) => {}
         }
         self.maybe_advance_high_watermark();
     }

@@ -1205,12 +1205,14 @@ async fn batches_are_recompressed_to_the_topics_codec_and_otherwise_stored_as_pr
                 "{codec} produced to {value}"
             );
             if target.is_none_or(|target| target == *codec) {
-                // Not re-encoded: the bytes the producer sent, only the base offset assigned.
+                // Not re-encoded: the bytes the producer sent, only the base offset and the
+                // leader's epoch (bytes 12..16, outside the CRC) assigned.
                 assert_eq!(
-                    &stored[8..],
-                    &sent[8..],
+                    (&stored[8..12], &stored[16..]),
+                    (&sent[8..12], &sent[16..]),
                     "{codec} produced to {value} is stored as received"
                 );
+                assert_eq!(header.partition_leader_epoch, 0, "the leader's epoch");
             }
         }
     }

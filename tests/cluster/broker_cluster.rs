@@ -40,6 +40,32 @@ pub struct ClusterNode {
     pub address: String,
     pub node: Node,
     pub serving: Serving,
+    /// What the node was started with, to start it again on the same directory.
+    pub config: BrokerConfig,
+}
+
+/// Starts a node of [`start_cluster`] again on its directory, with its config and addresses.
+pub async fn restart_node(
+    id: i32,
+    dir: &tempfile::TempDir,
+    config: BrokerConfig,
+    address: &str,
+    controller_address: &str,
+) -> ClusterNode {
+    let controller = TcpListener::bind(controller_address).await.unwrap();
+    let client = TcpListener::bind(address).await.unwrap();
+    let disk = Disk::real(dir.path()).unwrap();
+    let node = Node::start(config.clone(), disk.clone(), disk, Clock::new(), controller)
+        .await
+        .expect("the node starts again");
+    let serving = Serving::start(&node.broker, client);
+    ClusterNode {
+        id,
+        address: address.to_string(),
+        node,
+        serving,
+        config,
+    }
 }
 
 /// Starts `NODES` combined nodes in `dirs`, each with its own listeners, as one quorum.
@@ -86,7 +112,7 @@ pub async fn start_cluster(dirs: &[tempfile::TempDir]) -> Vec<ClusterNode> {
         let config = BrokerConfig::load(None, &pairs).expect("a valid config");
         let disk = Disk::real(dirs[i].path()).unwrap();
         starts.push(async move {
-            let node = Node::start(config, disk.clone(), disk, Clock::new(), controller)
+            let node = Node::start(config.clone(), disk.clone(), disk, Clock::new(), controller)
                 .await
                 .expect("the node starts");
             let serving = Serving::start(&node.broker, client);
@@ -95,6 +121,7 @@ pub async fn start_cluster(dirs: &[tempfile::TempDir]) -> Vec<ClusterNode> {
                 address,
                 node,
                 serving,
+                config,
             }
         });
     }
@@ -111,7 +138,7 @@ pub async fn stop_cluster(nodes: Vec<ClusterNode>) {
     }
 }
 
-fn client(address: &str) -> Client {
+pub fn client(address: &str) -> Client {
     Client::new(ClientConfig {
         bootstrap: vec![address.to_string()],
         client_id: "broker-cluster-test".into(),

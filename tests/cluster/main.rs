@@ -28,3 +28,4 @@ mod controller_process;
 mod controller_quorum;
 mod metadata_quorum_cli;
 mod raft_quorum;
+mod replication;

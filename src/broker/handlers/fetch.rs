@@ -35,8 +35,8 @@ use crate::broker::Broker;
 use crate::log::{FileRegion, LogError};
 use crate::protocol::error::ErrorCode;
 use crate::protocol::fetch::{
-    FetchRequest, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch, NodeEndpoint,
-    PartitionData,
+    EpochEndOffset, FetchRequest, FetchResponse, FetchableTopicResponse, LeaderIdAndEpoch,
+    NodeEndpoint, PartitionData,
 };
 use crate::protocol::types::{LeaderEpoch, NodeId, Offset};
 use crate::protocol::wire::{put, EncodeError, EncodeErrorKind, BYTES_LEN_MAX};
@@ -208,13 +208,14 @@ async fn wait_and_read(broker: &Arc<Broker>, version: i16, request: &FetchReques
             .min(FETCH_WAIT_MS_MAX),
     );
     let deadline = time::now() + max_wait;
+    let replica = replica_of(version, request);
     loop {
         // Register for the wake-up before reading, so an append between the read and the
         // wait is not missed.
         let notified = broker.data_arrived.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (response, bytes, errors) = read_all(broker, version, request).await;
+        let (response, bytes, errors) = read_all(broker, version, request, replica).await;
         let now = time::now();
         if bytes >= min_bytes || errors || now >= deadline {
             return response;
@@ -223,12 +224,32 @@ async fn wait_and_read(broker: &Arc<Broker>, version: i16, request: &FetchReques
     }
 }
 
+/// The fetching follower's id and broker epoch (KIP-903's ReplicaState from v15, the old
+/// `replica_id` before), or `None` for a consumer.
+fn replica_of(version: i16, request: &FetchRequest) -> Option<(i32, i64)> {
+    let (id, epoch) = if version >= 15 {
+        (
+            request.replica_state.replica_id.0,
+            request.replica_state.replica_epoch,
+        )
+    } else {
+        (request.replica_id.0, -1)
+    };
+    (id >= 0).then_some((id, epoch))
+}
+
 /// One pass over the requested partitions: the answer, the record bytes in it and whether
-/// any partition had an error (which answers the fetch at once, as Kafka does).
+/// any partition had an error or a divergence (which answers the fetch at once, as Kafka
+/// does).
+///
+/// A follower's fetch (`replica`) reads up to the log end, not the high watermark, and first
+/// tells the partition's replication core where the follower is (which may advance the high
+/// watermark); a follower whose log diverges gets the leader's DivergingEpoch and no records.
 async fn read_all(
     broker: &Arc<Broker>,
     version: i16,
     request: &FetchRequest,
+    replica: Option<(i32, i64)>,
 ) -> (Fetched, usize, bool) {
     let mut regions = Vec::new();
     let mut budget = usize::try_from(request.max_bytes).unwrap_or(0);
@@ -273,20 +294,43 @@ async fn read_all(
                 });
                 continue;
             };
+            let mut diverging = None;
+            let mut bound = ReadBound::HighWatermarkOf(partition.high_watermark());
+            let mut refused = Ok(());
+            if let Some((replica_id, broker_epoch)) = replica {
+                bound = ReadBound::LogEnd;
+                match partition
+                    .follower_fetch(
+                        broker.monotonic_ms(),
+                        (replica_id, broker_epoch),
+                        wanted.current_leader_epoch.0,
+                        wanted.fetch_offset.0,
+                        wanted.last_fetched_epoch.0,
+                    )
+                    .await
+                {
+                    Ok(found) => diverging = found,
+                    Err(e) => refused = Err(e),
+                }
+            }
+            // Read after the follower's fetch was counted: the high watermark it may have
+            // moved goes back in this answer.
             let high_watermark = partition.high_watermark();
             let limit = usize::try_from(wanted.partition_max_bytes)
                 .unwrap_or(0)
                 .min(budget);
             // KIP-74: the first partition with data returns at least one batch even over
             // the limits; after that, an exhausted budget returns nothing.
-            let result = if limit == 0 && total > 0 {
+            let result = if let Err(e) = refused {
+                Err(e)
+            } else if diverging.is_some() || (limit == 0 && total > 0) {
                 Ok(None)
             } else {
                 partition
                     .read_for_send(
                         wanted.fetch_offset.0,
                         limit,
-                        ReadBound::HighWatermarkOf(high_watermark),
+                        bound,
                         broker.config.fetch_zero_copy_bytes_min,
                     )
                     .await
@@ -301,6 +345,13 @@ async fn read_all(
                 records: Some(Bytes::new()),
                 ..Default::default()
             };
+            if let Some(diverging) = diverging {
+                errors = true;
+                data.diverging_epoch = EpochEndOffset {
+                    epoch: LeaderEpoch(diverging.epoch),
+                    end_offset: Offset(diverging.end_offset),
+                };
+            }
             match result {
                 Ok(read) => {
                     let read = read.unwrap_or(SendRecords::Bytes(Bytes::new()));

@@ -41,6 +41,7 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_delete;
 pub mod offset_fetch;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
 
@@ -206,6 +207,10 @@ pub static HANDLERS: &[Handler] = {
             }))
         }),
         answered!(list_offsets::ListOffsetsRequest, self::list_offsets::handle),
+        answered!(
+            offset_for_leader_epoch::OffsetForLeaderEpochRequest,
+            self::offset_for_leader_epoch::handle
+        ),
         answered!(metadata::MetadataRequest, self::metadata::handle),
         answered!(
             find_coordinator::FindCoordinatorRequest,
@@ -455,6 +460,20 @@ pub fn partition_error_code(
     match error {
         PartitionError::Deleted { .. } => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
         PartitionError::NotLeader { .. } => ErrorCode::NOT_LEADER_OR_FOLLOWER,
+        PartitionError::ReplicaFetch { refusal, .. } => {
+            use crate::replication::replica::FetchRefusal;
+            match refusal {
+                FetchRefusal::NotLeader | FetchRefusal::NotReplica => {
+                    ErrorCode::NOT_LEADER_OR_FOLLOWER
+                }
+                FetchRefusal::FencedLeaderEpoch => ErrorCode::FENCED_LEADER_EPOCH,
+                FetchRefusal::UnknownLeaderEpoch => ErrorCode::UNKNOWN_LEADER_EPOCH,
+            }
+        }
+        PartitionError::NotEnoughReplicas { .. } => ErrorCode::NOT_ENOUGH_REPLICAS,
+        PartitionError::NotEnoughReplicasAfterAppend { .. } => {
+            ErrorCode::NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        }
         // Data at rest failed the scrubber's check: a storage error, as Kafka answers for a
         // log it cannot read, though the log itself stays online.
         PartitionError::CorruptAtRest { .. } => ErrorCode::KAFKA_STORAGE_ERROR,

@@ -1,6 +1,13 @@
 //! Produce (key 0): validate each partition's batches, append them in request order, and
-//! answer once the flush policy allows (acks 1 and -1; a single node is its whole ISR, so the
-//! two wait for the same thing) or not at all (acks 0).
+//! answer once the flush policy allows (acks 1: this leader's own append, synced under
+//! sync-before-ack), once every ISR member holds the records (acks -1: the high watermark
+//! passed them, Kafka's delayed produce), or not at all (acks 0).
+//!
+//! acks=all and the ISR (KIP-966's strict rule): a partition whose ISR is smaller than
+//! `min.insync.replicas` refuses the append (NOT_ENOUGH_REPLICAS); one whose ISR shrank below
+//! it after the append answers NOT_ENOUGH_REPLICAS_AFTER_APPEND (the records stay in the log
+//! and may still be replicated: the client retries, and an idempotent producer's retry is
+//! deduplicated); the request's timeout gives REQUEST_TIMED_OUT.
 //!
 //! [`start`] runs inline on the connection, so appends keep the order of the connection's
 //! requests; the wait for durability is deferred, so pipelined requests share one sync.
@@ -59,7 +66,8 @@ impl Failure {
 /// The outcome of the inline half for one partition.
 enum Started {
     /// Appended, with the LogAppendTime stamped into the batch if the topic uses it.
-    Appended(Arc<Partition>, PendingAppend, Option<i64>),
+    /// The flag: acks=all, which also waits for the ISR.
+    Appended(Arc<Partition>, PendingAppend, Option<i64>, bool),
     Failed(Failure),
 }
 
@@ -113,7 +121,9 @@ pub async fn start(
                         message: None,
                         record_errors: Vec::new(),
                     }),
-                    Some(partition) => append(broker, version, partition, data.records).await,
+                    Some(partition) => {
+                        append(broker, (version, acks), partition, data.records).await
+                    }
                 }
             };
             partitions.push((data.index, outcome));
@@ -140,7 +150,7 @@ pub async fn start(
 
 async fn append(
     broker: &Arc<Broker>,
-    version: i16,
+    (version, acks): (i16, i16),
     partition: Arc<Partition>,
     records: Option<Bytes>,
 ) -> Started {
@@ -199,6 +209,12 @@ async fn append(
             "transactional batches are not supported yet".to_string(),
         ));
     }
+    if acks == -1 {
+        if let Err(e) = partition.check_enough_replicas() {
+            tracing::debug!(error = %e, "produce refused");
+            return Started::Failed(Failure::new(partition_error_code(&e), e.to_string()));
+        }
+    }
     match partition.append(&records).await {
         Ok(pending) => {
             // A duplicate answers with the original's append time (stamped into its max
@@ -210,7 +226,7 @@ async fn append(
             } else {
                 validated.log_append_time_ms
             };
-            Started::Appended(partition, pending, log_append_time)
+            Started::Appended(partition, pending, log_append_time, acks == -1)
         }
         Err(e) => {
             let code = partition_error_code(&e);
@@ -258,15 +274,18 @@ async fn finish(broker: &Broker, started: Vec<TopicStarted>, timeout_ms: u64) ->
                     }
                     response
                 }
-                Started::Appended(partition, pending, log_append_time) => {
+                Started::Appended(partition, pending, log_append_time, all) => {
+                    let acknowledged = async {
+                        let info = partition.acknowledge(pending).await?;
+                        if all {
+                            partition.wait_replicated(info.last_offset).await?;
+                        }
+                        Ok::<_, crate::broker::partition::PartitionError>(info)
+                    };
                     let waited = if timeout_ms == 0 {
-                        Ok(partition.acknowledge(pending).await)
+                        Ok(acknowledged.await)
                     } else {
-                        time::timeout(
-                            Duration::from_millis(timeout_ms),
-                            partition.acknowledge(pending),
-                        )
-                        .await
+                        time::timeout(Duration::from_millis(timeout_ms), acknowledged).await
                     };
                     match waited {
                         Ok(Ok(info)) => PartitionProduceResponse {
