@@ -132,7 +132,27 @@ pub struct ClusterOptions {
     /// consuming its own topic, spread like the others, with its coordinator on the leader of
     /// the one `__consumer_offsets` partition; judged by `check_groups`.
     pub groups: Option<GroupOptions>,
+    /// Partition replication (issue 16): the workload's topic gets this many replicas per
+    /// partition, with this `min.insync.replicas`; `None`: one replica each.
+    pub replication: Option<ReplicationOptions>,
+    /// The crash modes of the final crash of every node at once (`None`: `crash_modes`). A
+    /// page-cache suite promises nothing when every node loses power together.
+    pub final_crash_modes: Option<Vec<CrashMode>>,
 }
+
+/// The replicated suites' settings.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicationOptions {
+    pub factor: i16,
+    pub min_insync_replicas: i32,
+}
+
+/// `replica.lag.time.max.ms` in the simulation: short enough that a follower cut off leaves
+/// the ISR within a safety phase, longer than the fetch wait and a few slow links.
+const REPLICA_LAG_TIME_MAX_MS: u64 = 2_000;
+/// `replica.fetch.wait.max.ms` and `replica.fetch.backoff.ms` in the simulation.
+const REPLICA_FETCH_WAIT_MAX_MS: u64 = 200;
+const REPLICA_FETCH_BACKOFF_MS: u64 = 100;
 
 impl Default for ClusterOptions {
     fn default() -> Self {
@@ -146,6 +166,8 @@ impl Default for ClusterOptions {
             bugs: BrokerBugs::default(),
             flush: FlushPolicy::SyncBeforeAck,
             groups: Some(GroupOptions::default()),
+            replication: None,
+            final_crash_modes: None,
         }
     }
 }
@@ -241,13 +263,28 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
     let voters: BTreeMap<i32, String> = (1..=NODES)
         .map(|v| (v, SocketAddr::new(node_ip(v), CONTROLLER_PORT).to_string()))
         .collect();
+    let (factor, min_insync_replicas) = options
+        .replication
+        .map_or((1, 1), |r| (r.factor, r.min_insync_replicas));
     BrokerConfig {
         node_id: id,
+        default_replication_factor: factor,
+        min_insync_replicas,
+        replication: samsa::broker::config::ReplicationSettings {
+            replica_lag_time_max_ms: REPLICA_LAG_TIME_MAX_MS,
+            replica_fetch_wait_max_ms: REPLICA_FETCH_WAIT_MAX_MS,
+            replica_fetch_backoff_ms: REPLICA_FETCH_BACKOFF_MS,
+            replica_socket_timeout_ms: 2_000,
+            replica_high_watermark_checkpoint_interval_ms: 500,
+            ..Default::default()
+        },
         log_segment_bytes: 16 * 1024,
         log_index_interval_bytes: 512,
         log_flush: options.flush,
         num_partitions: PARTITIONS,
         bugs: options.bugs,
+        // `__consumer_offsets` keeps one replica: the coordinator over a replicated offsets
+        // topic is step 12's (issue 17).
         groups: groups::broker_settings(),
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
@@ -294,12 +331,22 @@ struct Shared {
     raft_handles: Arc<Mutex<BTreeMap<i32, RaftHandle>>>,
 }
 
+/// The leader epoch of each workload partition each node applied last (replicated suites),
+/// kept across the node's restarts.
+type AppliedEpochs = Arc<BTreeMap<i32, Vec<std::sync::atomic::AtomicI32>>>;
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// One node, as `samsa broker` runs it, until it is killed or halts.
-async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shared: Shared) {
+async fn member(
+    id: i32,
+    disk: MemDisk,
+    config: BrokerConfig,
+    clock: Clock,
+    (shared, epochs): (Shared, AppliedEpochs),
+) {
     let halt = |why: String| {
         shared.notes.note(0, format!("node {id}: {why}"));
         if let Some(flag) = shared.needs_restart.get(&id) {
@@ -313,6 +360,7 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
         };
     let observer: PublishObserver = {
         let shared = shared.clone();
+        let epochs = epochs.clone();
         // Per partition: 0 nothing recorded by this process yet, 1 not leading, 2 leading.
         let last: Arc<Vec<AtomicU8>> =
             Arc::new((0..PARTITIONS).map(|_| AtomicU8::new(0)).collect());
@@ -331,6 +379,23 @@ async fn member(id: i32, disk: MemDisk, config: BrokerConfig, clock: Clock, shar
                 let Some(partition) = image.partition(TOPIC, p) else {
                     continue;
                 };
+                // A replicated partition: each node's first image of a new leader epoch is a
+                // boundary of the watermark checker's groups (a new leader's high watermark may
+                // start lower, KIP-207).
+                if partition.replicas.len() > 1 {
+                    let seen = &epochs[&id][p as usize];
+                    if seen.fetch_max(partition.leader_epoch, Ordering::AcqRel)
+                        < partition.leader_epoch
+                    {
+                        shared.recorders[p as usize].node(
+                            0,
+                            NodeEvent::LeaderEpoch {
+                                epoch: partition.leader_epoch,
+                            },
+                        );
+                    }
+                    continue;
+                }
                 // Only the node the partition's one replica lives on speaks in its history.
                 if partition.replicas != [id] {
                     continue;
@@ -702,6 +767,13 @@ where
 }
 
 async fn simulate(options: ClusterOptions) -> ClusterOutcome {
+    // `RUST_LOG` shows the nodes' logs (one seed at a time, for a replay).
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+    }
     let handle = madsim::runtime::Handle::current();
     let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
     let recorders: Vec<Recorder> = (0..PARTITIONS).map(|_| Recorder::new()).collect();
@@ -716,6 +788,16 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         quorum: Arc::new(Mutex::new(QuorumHistory::default())),
         raft_handles: Arc::new(Mutex::new(BTreeMap::new())),
     };
+    let epochs: AppliedEpochs = Arc::new(
+        (1..=NODES)
+            .map(|id| {
+                let partitions = (0..PARTITIONS)
+                    .map(|_| std::sync::atomic::AtomicI32::new(-1))
+                    .collect();
+                (id, partitions)
+            })
+            .collect(),
+    );
     // Every node's directory formatted with one cluster id, as `samsa storage format` does.
     let cluster_id = samsa::broker::meta::random_uuid();
     let mut disks = BTreeMap::new();
@@ -738,6 +820,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         let clock = Clock::new();
         let node = {
             let (disk, shared, clock) = (disk.clone(), shared.clone(), clock.clone());
+            let epochs = epochs.clone();
             handle
                 .create_node()
                 .name(format!("node-{id}"))
@@ -748,7 +831,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                         disk.clone(),
                         config.clone(),
                         clock.clone(),
-                        shared.clone(),
+                        (shared.clone(), epochs.clone()),
                     )
                 })
                 .build()
@@ -993,7 +1076,11 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let clock = Clock::new();
     for id in 1..=NODES {
         handle.kill(nodes[&id].id());
-        let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+        let modes = options
+            .final_crash_modes
+            .as_ref()
+            .unwrap_or(&options.crash_modes);
+        let mode = modes[rng.gen_range(0..modes.len())];
         disks[&id].crash(mode, &mut rng);
         event(
             &mut nemesis,
@@ -1005,10 +1092,8 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     for p in 0..PARTITIONS {
         let recorder = &shared.recorders[p as usize];
         let history = recorder.take();
-        let replica = final_image
-            .as_ref()
-            .and_then(|i| i.partition(TOPIC, p))
-            .and_then(|r| r.replicas.first().copied());
+        let registration = final_image.as_ref().and_then(|i| i.partition(TOPIC, p));
+        let replica = registration.and_then(|r| r.replicas.first().copied());
         let Some(replica) = replica else {
             if history
                 .operations()
@@ -1021,25 +1106,77 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             }
             continue;
         };
-        let config = partition_log_config(&node_config(replica, &options));
-        let final_log = read_offline(
-            &disks[&replica],
-            &format!("{TOPIC}-{p}"),
-            &config,
-            &clock,
-            recorder,
-            false,
-        )
-        .await;
-        let report = samsa_spec::check(&history, &final_log, &CheckOptions::default());
+        // Replicated: every member of the final ISR, its leader first, must hold every
+        // acknowledged write, and the members must agree record for record where they
+        // overlap; one replica: that replica.
+        let members: Vec<i32> = match registration.filter(|r| r.replicas.len() > 1) {
+            Some(r) => {
+                let mut members = r.isr.clone();
+                members.sort_by_key(|m| (*m != r.leader, *m));
+                members
+            }
+            None => vec![replica],
+        };
+        let mut logs = Vec::new();
+        for member in &members {
+            let config = partition_log_config(&node_config(*member, &options));
+            let log = read_offline(
+                &disks[member],
+                &format!("{TOPIC}-{p}"),
+                &config,
+                &clock,
+                recorder,
+                false,
+            )
+            .await;
+            logs.push((*member, log));
+        }
+        let Some((_, final_log)) = logs.first() else {
+            problems.push(format!("partition {p}: the final image's ISR is empty"));
+            continue;
+        };
+        let report = samsa_spec::check(&history, final_log, &CheckOptions::default());
+        for (member, log) in logs.iter().skip(1) {
+            let other = samsa_spec::check(&history, log, &CheckOptions::default());
+            if !other.is_valid() {
+                problems.push(format!(
+                    "partition {p}, ISR member {member}: {}",
+                    other.summary()
+                ));
+            }
+            if let Some(why) = replicas_disagree(final_log, log) {
+                problems.push(format!(
+                    "inconsistent-offsets: partition {p}, ISR members {} and {member}: {why}",
+                    members[0]
+                ));
+            }
+        }
         ops += report.ops_ok + report.ops_failed + report.ops_unknown;
         let healed = history.operations().iter().any(|o| {
             o.invoke_ns >= heal_ns[p as usize]
                 && matches!(o.outcome, Some(Outcome::Appended { .. }))
         });
         if !healed {
+            if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
+                let rendered = history.render();
+                let lines: Vec<&str> = rendered.lines().collect();
+                eprintln!(
+                    "partition {p}'s history, last 40 events:\n{}",
+                    lines[lines.len().saturating_sub(40)..].join("\n")
+                );
+            }
+            let last_failure = history
+                .operations()
+                .iter()
+                .rev()
+                .find_map(|o| match &o.outcome {
+                    Some(Outcome::Failed { reason }) => Some(reason.clone()),
+                    _ => None,
+                });
             problems.push(format!(
-                "liveness: partition {p} (on node {replica}) accepted no append after healing"
+                "liveness: partition {p} (on node {replica}) accepted no append after healing; \
+                 final state {:?}, last failure {last_failure:?}",
+                registration.map(|r| (r.leader, r.leader_epoch, &r.isr, &r.elr))
             ));
         }
         reports.insert(p, report);
@@ -1150,6 +1287,30 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     }
 }
 
+/// Where two replicas' final logs hold different records at one offset (below the shorter
+/// one's end), if they do.
+fn replicas_disagree(a: &samsa_spec::FinalLog, b: &samsa_spec::FinalLog) -> Option<String> {
+    let b_at: BTreeMap<_, _> = b.records.iter().copied().collect();
+    let end = a.log_end_offset().min(b.log_end_offset());
+    for (offset, value) in a.records.iter().filter(|(o, _)| *o < end) {
+        match b_at.get(offset) {
+            Some(other) if other == value => {}
+            Some(other) => {
+                return Some(format!(
+                    "offset {offset} holds {value:?} on one, {other:?} on the other"
+                ))
+            }
+            None if *offset >= b.log_start_offset => {
+                return Some(format!(
+                    "offset {offset} holds {value:?} on one, nothing on the other"
+                ))
+            }
+            None => {}
+        }
+    }
+    None
+}
+
 #[derive(Debug)]
 enum Fault {
     Killed(i32, CrashMode),
@@ -1219,6 +1380,9 @@ pub const CLUSTER_SEEDS_DEFAULT: u64 = 200;
 
 /// Runs a cluster suite's seeds; panics with the first failing seed's problems and replay
 /// command. Every broker must have answered admin requests over the suite.
+/// Seeds of the replicated suites in CI (`MADSIM_TEST_NUM` sets more).
+pub const REPLICATED_SEEDS_DEFAULT: u64 = 100;
+
 pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_count: u64) {
     let range = crate::harness::seeds(default_count);
     #[allow(clippy::disallowed_methods)] // real elapsed time of the suite, for the report

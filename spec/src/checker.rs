@@ -1341,18 +1341,16 @@ fn check_offset_gaps(ix: &Index<'_>, report: &mut Report) {
 fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, report: &mut Report) {
     // Reads are grouped by the open of the log they lie within; without
     // regression every read is in one group.
+    // Reads are also grouped by leader epoch: a new leader's high watermark may start below
+    // its predecessor's (KIP-207). Without either kind of boundary every read is in one group.
     let mut groups: BTreeMap<usize, Vec<&Observed<'_>>> = BTreeMap::new();
-    if options.watermark_may_regress {
-        let opens = opens_around(history);
-        for read in &ix.reads {
-            if let Some(&(at_invoke, Some(at_complete))) = opens.get(&read.op) {
-                if at_invoke == at_complete {
-                    groups.entry(at_invoke).or_default().push(read);
-                }
+    let bounds = boundaries_around(history, options.watermark_may_regress);
+    for read in &ix.reads {
+        if let Some(&(at_invoke, Some(at_complete))) = bounds.get(&read.op) {
+            if at_invoke == at_complete {
+                groups.entry(at_invoke).or_default().push(read);
             }
         }
-    } else {
-        groups.insert(0, ix.reads.iter().collect());
     }
     for reads in groups.values() {
         // `reads` is in invocation order, as `Index::reads` is.
@@ -1491,9 +1489,13 @@ fn check_opens_keep_watermark(history: &History, report: &mut Report) {
     }
 }
 
-/// For each read op, how many [`NodeEvent::Opened`] events the history holds
-/// before its invocation and, if it completed, before its completion.
-fn opens_around(history: &History) -> BTreeMap<OpId, (usize, Option<usize>)> {
+/// For each read op, how many boundaries of the watermark's groups the history holds before
+/// its invocation and, if it completed, before its completion: every
+/// [`NodeEvent::LeaderEpoch`], and every [`NodeEvent::Opened`] when `opens` is set.
+fn boundaries_around(
+    history: &History,
+    opens_count: bool,
+) -> BTreeMap<OpId, (usize, Option<usize>)> {
     let mut opens = 0;
     let mut around: BTreeMap<OpId, (usize, Option<usize>)> = BTreeMap::new();
     for (id, event) in history.events().iter().enumerate() {
@@ -1506,7 +1508,8 @@ fn opens_around(history: &History) -> BTreeMap<OpId, (usize, Option<usize>)> {
                     entry.1 = Some(opens);
                 }
             }
-            EventKind::Node(NodeEvent::Opened { .. }) => opens += 1,
+            EventKind::Node(NodeEvent::Opened { .. }) if opens_count => opens += 1,
+            EventKind::Node(NodeEvent::LeaderEpoch { .. }) => opens += 1,
             _ => {}
         }
     }
@@ -2868,6 +2871,23 @@ mod tests {
         let detail = details(&report, AnomalyKind::Watermark)[0];
         assert!(detail.contains(&format!("read op #{second} reported high watermark 2")));
         assert!(detail.contains(&format!("high watermark 3 that read op #{first}")));
+    }
+
+    #[test]
+    fn a_new_leader_epoch_may_start_with_a_lower_watermark_but_not_fall_within_one() {
+        let (mut b, x, log) = n_acked(3);
+        b.read_with_hw(2, 0, &[(0, x[0])], 3);
+        // A new leader whose high watermark has not caught up yet (KIP-207).
+        b.node(NodeEvent::LeaderEpoch { epoch: 1 });
+        b.read_with_hw(3, 0, &[(0, x[0])], 2);
+        assert!(check_plain(&b, &log).is_valid(), "across leader epochs");
+        // Within the new epoch it must not fall again.
+        b.read_with_hw(3, 0, &[(0, x[0])], 3);
+        let lower = b.read_with_hw(3, 0, &[(0, x[0])], 2);
+        let report = check_plain(&b, &log);
+        assert_kinds(&report, &[AnomalyKind::Watermark]);
+        let detail = details(&report, AnomalyKind::Watermark)[0];
+        assert!(detail.contains(&format!("read op #{lower} reported high watermark 2")));
     }
 
     #[test]

@@ -288,6 +288,11 @@ pub enum NodeEvent {
     /// of the workload's partition (`leads`, while it is registered and not fenced) or not.
     /// From here until the next such event the node may serve the partition only if `leads`.
     ImageApplied { offset: i64, leads: bool },
+    /// A broker applied a metadata image that starts leader epoch `epoch` of the partition
+    /// (a replicated partition's leader changed). A new leader's high watermark may start
+    /// below its predecessor's (KIP-207), so the watermark checker compares reads only within
+    /// one leader epoch: between two of these events.
+    LeaderEpoch { epoch: i32 },
 }
 
 impl fmt::Display for NodeEvent {
@@ -304,6 +309,7 @@ impl fmt::Display for NodeEvent {
             NodeEvent::ImageApplied { offset, leads } => {
                 write!(f, "image-applied offset={offset} leads={leads}")
             }
+            NodeEvent::LeaderEpoch { epoch } => write!(f, "leader-epoch epoch={epoch}"),
         }
     }
 }

@@ -517,7 +517,9 @@ impl Partition {
     /// Whether an acks=all produce may be appended (the ISR has `min.insync.replicas`).
     pub fn check_enough_replicas(&self) -> Result<(), PartitionError> {
         let core = self.core();
-        if core.enough_replicas() {
+        // A partition this broker does not lead is refused by the append itself
+        // (NOT_LEADER_OR_FOLLOWER, which sends the client to the leader).
+        if !core.is_leader() || core.enough_replicas() {
             return Ok(());
         }
         Err(PartitionError::NotEnoughReplicas {

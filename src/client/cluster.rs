@@ -526,12 +526,18 @@ impl Client {
     /// What to do after a failed attempt that will be retried: forget what may be stale,
     /// then wait.
     async fn recover(&mut self, topic: &str, err: &ClientError) {
+        self.forget(topic, err);
+        crate::rt::time::sleep(Duration::from_millis(self.config.retry_backoff_ms)).await;
+    }
+
+    /// Drops what a retriable error says may be stale: the topic's metadata (its leaders),
+    /// broken connections, and the brokers when one was unknown.
+    fn forget(&mut self, topic: &str, err: &ClientError) {
         self.topics.remove(topic);
         self.connections.retain(|_, c| !c.is_broken());
         if matches!(err, ClientError::UnknownBroker { .. }) {
             self.brokers.clear();
         }
-        crate::rt::time::sleep(Duration::from_millis(self.config.retry_backoff_ms)).await;
     }
 
     /// One attempt of a partition-directed request at the current leader.
@@ -715,6 +721,11 @@ impl Client {
             if err.is_retriable() && attempts <= self.config.retries_max {
                 self.recover(topic, &err).await;
                 continue;
+            }
+            if err.is_retriable() {
+                // Out of retries: the next operation still starts from fresh metadata, so that
+                // a client that does not retry follows a leader that moved.
+                self.forget(topic, &err);
             }
             if maybe_written {
                 return Err(ClientError::UnknownOutcome {

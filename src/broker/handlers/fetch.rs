@@ -46,6 +46,12 @@ use crate::rt::time;
 /// connection's later responses can queue behind a fetch.
 pub const FETCH_WAIT_MS_MAX: u64 = 60_000;
 
+/// The first Fetch version whose partitions carry a leader hint (KIP-951's `current_leader`).
+pub const LEADER_HINT_VERSION_MIN: i16 = 12;
+/// The first Fetch version whose answer carries the endpoints of the leaders it names
+/// (KIP-951); a hint in an older answer would not encode, and the connection would close.
+pub const NODE_ENDPOINTS_VERSION_MIN: i16 = 16;
+
 /// The first Fetch version that may carry zstd-compressed batches (KIP-110).
 pub const ZSTD_FETCH_VERSION_MIN: i16 = 10;
 
@@ -387,7 +393,9 @@ async fn read_all(
                     }
                     let code = partition_error_code(&e);
                     data.error_code = code.code();
-                    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER {
+                    if code == ErrorCode::NOT_LEADER_OR_FOLLOWER
+                        && version >= LEADER_HINT_VERSION_MIN
+                    {
                         if let Some((leader, epoch, at)) =
                             cluster_view::leader_hint(broker, &partition.topic, partition.index)
                         {
@@ -415,6 +423,10 @@ async fn read_all(
             topic_id: topic.topic_id,
             partitions,
         });
+    }
+    // KIP-951's endpoints exist from v16 on; the leader hint itself from v12.
+    if version < NODE_ENDPOINTS_VERSION_MIN {
+        node_endpoints.clear();
     }
     let response = FetchResponse {
         error_code: 0,

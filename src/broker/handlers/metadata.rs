@@ -195,9 +195,8 @@ fn describe(broker: &Arc<Broker>, _version: i16, topic: &Topic) -> MetadataRespo
                     },
                     partition_index: p.index,
                     leader_id: NodeId(view.leader),
-                    // The epoch this node's log writes (leader epochs follow the image from
-                    // step 11 on, when a leader change can move a partition's data).
-                    leader_epoch: LeaderEpoch(p.leader_epoch()),
+                    // The image's epoch: clients fence their fetches with it (KIP-320).
+                    leader_epoch: LeaderEpoch(view.leader_epoch),
                     replica_nodes: view.replicas.into_iter().map(NodeId).collect(),
                     isr_nodes: view.isr.into_iter().map(NodeId).collect(),
                     offline_replicas: view.offline.into_iter().map(NodeId).collect(),

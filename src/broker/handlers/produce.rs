@@ -137,7 +137,7 @@ pub async fn start(
     let timeout_ms = u64::try_from(request.timeout_ms).unwrap_or(0);
     let broker = broker.clone();
     let finish = async move {
-        let response = finish(&broker, started, timeout_ms).await;
+        let response = finish(&broker, version, started, timeout_ms).await;
         encode_response(correlation_id, ProduceRequest::API_KEY, version, &response)
     };
     if acks == 0 {
@@ -236,7 +236,16 @@ async fn append(
     }
 }
 
-async fn finish(broker: &Broker, started: Vec<TopicStarted>, timeout_ms: u64) -> ProduceResponse {
+/// The first Produce version whose answer carries KIP-951's leader hint and endpoints; an
+/// older answer with them would not encode, and the connection would close.
+pub const LEADER_HINT_VERSION_MIN: i16 = 10;
+
+async fn finish(
+    broker: &Broker,
+    version: i16,
+    started: Vec<TopicStarted>,
+    timeout_ms: u64,
+) -> ProduceResponse {
     let mut responses = Vec::with_capacity(started.len());
     // KIP-951: the leaders named in NOT_LEADER_OR_FOLLOWER answers, with their endpoints.
     let mut node_endpoints: BTreeMap<i32, NodeEndpoint> = BTreeMap::new();
@@ -253,7 +262,9 @@ async fn finish(broker: &Broker, started: Vec<TopicStarted>, timeout_ms: u64) ->
                         record_errors: failure.record_errors,
                         ..Default::default()
                     };
-                    if failure.code == ErrorCode::NOT_LEADER_OR_FOLLOWER {
+                    if failure.code == ErrorCode::NOT_LEADER_OR_FOLLOWER
+                        && version >= LEADER_HINT_VERSION_MIN
+                    {
                         if let Some((leader, epoch, at)) =
                             cluster_view::leader_hint(broker, &topic.name, index)
                         {
