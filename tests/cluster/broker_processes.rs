@@ -16,78 +16,25 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 use bytes::Bytes;
-use samsa::client::connection::{Connection, ConnectionLimits};
-use samsa::client::{build_batch, Client, ClientConfig, ProducerRecord};
-use samsa::protocol::describe_quorum::{
-    DescribeQuorumRequest, DescribeQuorumRequestPartition, DescribeQuorumRequestTopic,
-    DescribeQuorumResponse,
-};
+use samsa::client::{build_batch, ProducerRecord};
 use samsa::protocol::record_batch::Compression;
 
-use crate::controller_process::{free_port, sigterm};
 use crate::interop_scripts::{interop_dir, python_or_skip};
 use crate::metadata_quorum_cli::{replication_rows, status_fields};
+use crate::process_cluster::{
+    active_controller, bootstrap_of, client, leaders, produce_everywhere, quorum_state, samsa,
+    sleep_poll, Ports, ProcessCluster, POLLS_MAX, POLL_MS, REQUEST_TIMEOUT_MS,
+};
 use crate::rdkafka_support as rk;
 
 const NODES: i32 = 3;
 const PARTITIONS: i32 = 6;
 const RECORDS: usize = 600;
-/// Polls while waiting for the cluster, one per `POLL_MS` (60 s in all).
-const POLLS_MAX: u32 = 600;
-const POLL_MS: u64 = 100;
 /// Polls of cluster_clients.py before it is killed (300 s in all; it takes seconds).
 const SCRIPT_POLLS_MAX: u32 = 3_000;
-/// A request's bound while nodes come and go.
-const REQUEST_TIMEOUT_MS: u64 = 2_000;
-
-struct Ports {
-    client: u16,
-    controller: u16,
-}
-
-fn samsa() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_samsa"))
-}
-
-fn data_dir(dir: &Path, id: i32) -> String {
-    dir.join(format!("node-{id}")).display().to_string()
-}
-
-// The child's stderr goes to a file of the test's own directory, outside the system under
-// test.
-#[allow(clippy::disallowed_methods)]
-fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
-    let stderr = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(format!("broker-{id}.log")))
-        .expect("a log file");
-    samsa()
-        .args([
-            "broker",
-            "--override",
-            &format!("node.id={id}"),
-            "--override",
-            &format!("controller.quorum.voters={voters}"),
-            "--override",
-            &format!(
-                "listeners=PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
-                ports.client, ports.controller
-            ),
-            "--override",
-            &format!("log.dirs={}", data_dir(dir, id)),
-            "--override",
-            "offsets.topic.replication.factor=1",
-        ])
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("start samsa broker")
-}
 
 /// `samsa metadata-quorum --bootstrap-server <bootstrap> describe <view>`'s output.
 fn metadata_quorum(bootstrap: &str, view: &str) -> String {
@@ -247,186 +194,15 @@ async fn run_cluster_clients(python: &Path, dir: &Path, bootstrap: &str, brokers
     );
 }
 
-fn client(bootstrap: &str) -> Client {
-    Client::new(ClientConfig {
-        bootstrap: bootstrap.split(',').map(str::to_string).collect(),
-        client_id: "broker-processes-test".into(),
-        request_timeout_ms: REQUEST_TIMEOUT_MS,
-        connect_timeout_ms: REQUEST_TIMEOUT_MS,
-        retries_max: 0,
-        ..ClientConfig::default()
-    })
-}
-
-fn bootstrap_of(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> String {
-    ids.iter()
-        .map(|id| format!("127.0.0.1:{}", ports[id].client))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-/// The quorum's leader, asked of a broker's client listener (which forwards DescribeQuorum).
-async fn active_controller(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<i32> {
-    quorum_state(ports, ids).await.map(|q| q.leader_id)
-}
-
-/// What DescribeQuorum says of the metadata quorum.
-struct QuorumState {
-    leader_id: i32,
-    leader_epoch: i32,
-    high_watermark: i64,
-}
-
-/// The quorum's leader, epoch and high watermark, asked of the first of `ids` whose client
-/// listener answers (brokers forward DescribeQuorum to the quorum's leader).
-async fn quorum_state(ports: &BTreeMap<i32, Ports>, ids: &[i32]) -> Option<QuorumState> {
-    for id in ids {
-        let limits = ConnectionLimits {
-            request_timeout_ms: REQUEST_TIMEOUT_MS,
-            connect_timeout_ms: REQUEST_TIMEOUT_MS,
-            ..ConnectionLimits::default()
-        };
-        let address = format!("127.0.0.1:{}", ports[id].client);
-        let Ok(mut conn) = Connection::connect(&address, "test", limits).await else {
-            continue;
-        };
-        let request = DescribeQuorumRequest {
-            topics: vec![DescribeQuorumRequestTopic {
-                topic_name: "__cluster_metadata".into(),
-                partitions: vec![DescribeQuorumRequestPartition { partition_index: 0 }],
-            }],
-        };
-        let Ok(response) = conn
-            .send::<_, DescribeQuorumResponse>(55, 1, &request)
-            .await
-        else {
-            continue;
-        };
-        let state = response
-            .topics
-            .first()
-            .and_then(|t| t.partitions.first())
-            .filter(|p| p.error_code == 0 && p.leader_id.0 >= 0)
-            .map(|p| QuorumState {
-                leader_id: p.leader_id.0,
-                leader_epoch: p.leader_epoch.0,
-                high_watermark: p.high_watermark.0,
-            });
-        if state.is_some() {
-            return state;
-        }
-    }
-    None
-}
-
-/// Each partition's leader as `bootstrap`'s brokers report it (None: LEADER_NOT_AVAILABLE
-/// or not known).
-async fn leaders(bootstrap: &str, topic: &str, partitions: i32) -> BTreeMap<i32, Option<i32>> {
-    let mut c = client(bootstrap);
-    let _ = c.refresh(&[topic]).await;
-    let mut out = BTreeMap::new();
-    for p in 0..partitions {
-        out.insert(p, c.leader(topic, p).await.ok());
-    }
-    out
-}
-
-/// One record to each partition of `topic` through `bootstrap`; whether all were acked.
-async fn produce_everywhere(bootstrap: &str, topic: &str, partitions: i32) -> bool {
-    let mut c = client(bootstrap);
-    for p in 0..partitions {
-        let record = ProducerRecord {
-            key: None,
-            value: Some(Bytes::from(format!("{topic}-{p}"))),
-            headers: Vec::new(),
-            timestamp: rk::now_ms(),
-        };
-        let Ok(batch) = build_batch(&[record], Compression::None) else {
-            return false;
-        };
-        if c.produce(topic, p, batch, -1, REQUEST_TIMEOUT_MS as i32)
-            .await
-            .is_err()
-        {
-            return false;
-        }
-    }
-    true
-}
-
-async fn sleep_poll() {
-    tokio::time::sleep(Duration::from_millis(POLL_MS)).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_broker_processes_spread_serve_and_fail_over() {
-    let dir = tempfile::tempdir().expect("a directory");
-    let cluster_id = {
-        let out = samsa()
-            .args(["storage", "random-uuid"])
-            .output()
-            .expect("random-uuid");
-        String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .trim()
-            .to_string()
-    };
-    let ports: BTreeMap<i32, Ports> = (1..=NODES)
-        .map(|id| {
-            (
-                id,
-                Ports {
-                    client: free_port(),
-                    controller: free_port(),
-                },
-            )
-        })
-        .collect();
-    let voters = ports
-        .iter()
-        .map(|(id, p)| format!("{id}@127.0.0.1:{}", p.controller))
-        .collect::<Vec<_>>()
-        .join(",");
-    for id in 1..=NODES {
-        let status = samsa()
-            .args([
-                "storage",
-                "format",
-                "--cluster-id",
-                &cluster_id,
-                "--override",
-                &format!("node.id={id}"),
-                "--override",
-                &format!("log.dirs={}", data_dir(dir.path(), id)),
-            ])
-            .stdout(Stdio::null())
-            .status()
-            .expect("format");
-        assert!(status.success(), "samsa storage format for node {id}");
-    }
-    let mut children: BTreeMap<i32, Child> = (1..=NODES)
-        .map(|id| (id, spawn(dir.path(), id, &voters, &ports[&id])))
-        .collect();
-    let all: Vec<i32> = (1..=NODES).collect();
-    let bootstrap = bootstrap_of(&ports, &all);
+    let mut cluster = ProcessCluster::start(NODES);
+    let all = cluster.ids();
+    let bootstrap = cluster.bootstrap(&all);
+    let cluster_id = cluster.cluster_id.clone();
 
     // Every broker registered and named by Metadata.
-    let mut named = BTreeSet::new();
-    for _ in 0..POLLS_MAX {
-        let mut c = client(&bootstrap);
-        if c.refresh(&[]).await.is_ok() {
-            named = c.brokers().keys().copied().collect();
-            if named.len() == NODES as usize {
-                break;
-            }
-        }
-        sleep_poll().await;
-    }
-    assert_eq!(
-        named,
-        all.iter().copied().collect(),
-        "the brokers Metadata names"
-    );
+    cluster.wait_registered().await;
 
     // librdkafka: create, produce with acks=all, read everything back in order.
     rk::create_topic(&bootstrap, "six", PARTITIONS).await;
@@ -455,27 +231,25 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
         "broker_processes (cluster_clients.py)",
         "import confluent_kafka, kafka",
     ) {
-        run_cluster_clients(&python, dir.path(), &bootstrap, &all).await;
+        run_cluster_clients(&python, cluster.dir(), &bootstrap, &all).await;
     }
 
-    check_metadata_quorum_cli(&ports, &all, &cluster_id).await;
+    check_metadata_quorum_cli(&cluster.ports, &all, &cluster_id).await;
 
     // SIGKILL of the active controller: the survivors elect another and create topics again.
     let mut active = None;
     for _ in 0..POLLS_MAX {
-        active = active_controller(&ports, &all).await;
+        active = active_controller(&cluster.ports, &all).await;
         if active.is_some() {
             break;
         }
         sleep_poll().await;
     }
     let active = active.expect("an active controller");
-    let mut killed = children.remove(&active).expect("its process");
-    killed.kill().expect("SIGKILL");
+    cluster.sigkill(active);
     let killed_at = samsa::rt::time::now();
-    let _ = killed.wait();
     let survivors: Vec<i32> = all.iter().copied().filter(|id| *id != active).collect();
-    let survivors_bootstrap = bootstrap_of(&ports, &survivors);
+    let survivors_bootstrap = cluster.bootstrap(&survivors);
     let mut first_created_ms = None;
     let mut serving_ms = None;
     for attempt in 0..POLLS_MAX {
@@ -492,7 +266,7 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
         sleep_poll().await;
     }
     let serving_ms = serving_ms.expect("a topic created after the SIGKILL accepted produces");
-    let next = active_controller(&ports, &survivors).await;
+    let next = active_controller(&cluster.ports, &survivors).await;
     assert!(
         next.is_some_and(|n| n != active),
         "a new controller: {next:?}"
@@ -504,7 +278,7 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
     );
 
     // The killed node comes back; then a broker that is not the controller is killed.
-    children.insert(active, spawn(dir.path(), active, &voters, &ports[&active]));
+    cluster.restart(active);
     for _ in 0..POLLS_MAX {
         if leaders(&bootstrap, "six", PARTITIONS)
             .await
@@ -516,16 +290,16 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
         }
         sleep_poll().await;
     }
-    let controller = active_controller(&ports, &all).await.expect("a controller");
+    let controller = active_controller(&cluster.ports, &all)
+        .await
+        .expect("a controller");
     let victim = *all
         .iter()
         .find(|id| **id != controller)
         .expect("a broker that is not the controller");
-    let mut killed = children.remove(&victim).expect("its process");
-    killed.kill().expect("SIGKILL");
-    let _ = killed.wait();
+    cluster.sigkill(victim);
     let others: Vec<i32> = all.iter().copied().filter(|id| *id != victim).collect();
-    let others_bootstrap = bootstrap_of(&ports, &others);
+    let others_bootstrap = cluster.bootstrap(&others);
     let victims_partitions: Vec<i32> = spread
         .iter()
         .filter(|(_, leader)| **leader == Some(victim))
@@ -560,7 +334,7 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
     }
 
     // Restarted, it serves its partitions again, with every record acknowledged before.
-    children.insert(victim, spawn(dir.path(), victim, &voters, &ports[&victim]));
+    cluster.restart(victim);
     let mut back = false;
     for _ in 0..POLLS_MAX {
         if produce_everywhere(&bootstrap, "six", PARTITIONS).await {
@@ -577,10 +351,5 @@ async fn three_broker_processes_spread_serve_and_fail_over() {
     let read = rk::consume_ranges(&consumer, "six", &ranges);
     rk::assert_matches("six", &acked, &read, false);
 
-    for child in children.values() {
-        sigterm(child);
-    }
-    for (_, mut child) in children {
-        let _ = child.wait();
-    }
+    cluster.stop();
 }

@@ -11,6 +11,12 @@
 //! - `broker_processes`: three `samsa broker` processes (combined nodes): a six-partition
 //!   topic spread, produced and read back with librdkafka; SIGKILL of the active controller
 //!   and of a broker, each followed by service again.
+//! - `replication_processes`: three `samsa broker` processes and a topic of replication
+//!   factor 3 with `min.insync.replicas=2`: an idempotent acks=all librdkafka producer goes on
+//!   while a follower is killed with SIGKILL and restarted on its directory; it rejoins every
+//!   ISR (the time is printed) and every acknowledged record is read back once, in order.
+//! - `process_cluster` (no tests): starting, killing and restarting those broker processes,
+//!   shared by the two modules above.
 //! - `controller_process`: three `samsa controller` processes: election, failover after a
 //!   SIGKILL, clean SIGTERM, topic creation again after the active controller's SIGKILL, a
 //!   bad setting refused.
@@ -27,5 +33,7 @@ mod broker_processes;
 mod controller_process;
 mod controller_quorum;
 mod metadata_quorum_cli;
+mod process_cluster;
 mod raft_quorum;
 mod replication;
+mod replication_processes;

@@ -1,0 +1,656 @@
+//! Partition replication on three `samsa broker` processes (combined nodes, as
+//! `broker_processes` runs them): a topic of six partitions, replication factor 3 and
+//! `min.insync.replicas=2`, placed by explicit replica assignments (sent to the active
+//! controller's listener) so that one broker that is not the active controller follows every
+//! partition and leads none. An idempotent acks=all librdkafka producer writes keyed records
+//! without pause while that follower is killed with SIGKILL: its partitions' ISRs shrink to
+//! the two others (`samsa topics describe` through each live broker) and acks=all goes on
+//! with two. Restarted on its data directory, the follower catches up and rejoins every ISR
+//! (the time it took is printed); the producer goes on with three. Then an assigned consumer
+//! reads every partition from offset 0 to its high watermark: every acknowledged record is
+//! there exactly once, at the offset its delivery report gave, and each partition holds its
+//! acknowledged records in the order they were acknowledged; a record whose delivery failed
+//! may be missing (never lost: it was never acknowledged) but never appears twice, and each
+//! key's sequence numbers only grow along its partition.
+//!
+//! Invariants: every wait is bounded by a named limit; nothing here asserts on the time a
+//! sleep took (the sleeps only pace the producer and the polls).
+#![cfg(not(feature = "sim"))]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::Consumer;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{DeliveryResult, Message};
+use rdkafka::producer::{BaseRecord, Producer, ProducerContext, ThreadedProducer};
+use samsa::client::connection::{Connection, ConnectionLimits};
+use samsa::protocol::create_topics::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreateTopicsRequest,
+    CreateTopicsResponse,
+};
+use samsa::protocol::types::NodeId;
+
+use crate::process_cluster::{
+    active_controller, samsa, sleep_poll, ProcessCluster, POLLS_MAX, REQUEST_TIMEOUT_MS,
+};
+use crate::rdkafka_support as rk;
+
+const NODES: i32 = 3;
+const TOPIC: &str = "replicated";
+const PARTITIONS: i32 = 6;
+const MIN_INSYNC_REPLICAS: &str = "2";
+/// Distinct keys; librdkafka's partitioner spreads them over every partition.
+const KEYS: usize = 64;
+/// The producer's pace: `BURST` records every `BURST_MS` (about 1,000 records a second).
+const BURST: usize = 5;
+const BURST_MS: u64 = 5;
+/// Records acknowledged in each partition in each phase: before the SIGKILL, while the
+/// follower is down (after the ISRs shrank), and after it rejoined.
+const ACKS_PER_PARTITION_PER_PHASE: usize = 300;
+/// How long the acknowledgements of one phase may take (the first waits for the ISRs to
+/// shrink, which takes `broker.session.timeout.ms`, 9 s).
+const ACKS_WAIT_MS_MAX: u64 = 90_000;
+/// The bound on the ISRs shrinking to two after the SIGKILL (the controller fences the
+/// broker once its 9 s session expires; `replica.lag.time.max.ms` is 30 s).
+const ISR_SHRINK_WAIT_MS_MAX: u64 = 60_000;
+/// The bound on the restarted follower rejoining every ISR.
+const REJOIN_WAIT_MS_MAX: u64 = 60_000;
+/// The bound on the topic's first ISRs of three.
+const TOPIC_READY_WAIT_MS_MAX: u64 = 60_000;
+/// One poll of a bounded wait above.
+const WAIT_POLL_MS: u64 = 50;
+/// librdkafka's bound on one record's delivery (retries included): far above the stall
+/// while the ISRs still hold the killed follower.
+const MESSAGE_TIMEOUT_MS: &str = "120000";
+/// The bound on the final flush.
+const FLUSH_TIMEOUT_MS: u64 = 120_000;
+/// The high watermarks' lookup before reading back.
+const WATERMARKS_TIMEOUT_MS: u64 = 15_000;
+/// Bytes of filler after a value's key, sequence number and index.
+const FILLER_BYTES: usize = 64;
+
+/// Record `index`'s key: one of `KEYS`, in turn.
+fn key_of(index: usize) -> String {
+    format!("key-{:02}", index % KEYS)
+}
+
+/// Record `index`'s value: its key, its sequence number among its key's records, its index,
+/// and filler that depends on the index.
+fn value_of(index: usize) -> String {
+    let filler: String = (0..FILLER_BYTES)
+        .map(|i| char::from(b'a' + ((index * 7 + i) % 26) as u8))
+        .collect();
+    format!(
+        "{} seq {:08} index {index:08} {filler}",
+        key_of(index),
+        index / KEYS
+    )
+}
+
+/// (key, sequence number, index) from a value [`value_of`] wrote.
+fn parse_value(value: &[u8]) -> Option<(String, usize, usize)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let mut words = text.split(' ');
+    let key = words.next()?.to_string();
+    (words.next()? == "seq").then_some(())?;
+    let seq = words.next()?.parse().ok()?;
+    (words.next()? == "index").then_some(())?;
+    let index = words.next()?.parse().ok()?;
+    Some((key, seq, index))
+}
+
+/// What the producer's delivery reports and error callbacks said, in the order they came.
+#[derive(Default)]
+struct Deliveries {
+    /// (record index, partition, offset) of each acknowledged record, in acknowledgement
+    /// order.
+    acked: Vec<(usize, i32, i64)>,
+    /// (record index, error) of each record whose delivery failed.
+    failed: Vec<(usize, String)>,
+    /// The client's error callbacks (a broker that is down, for one).
+    errors: Vec<String>,
+}
+
+impl Deliveries {
+    fn acked_per_partition(&self) -> BTreeMap<i32, usize> {
+        let mut out: BTreeMap<i32, usize> = (0..PARTITIONS).map(|p| (p, 0)).collect();
+        for (_, p, _) in &self.acked {
+            *out.entry(*p).or_default() += 1;
+        }
+        out
+    }
+}
+
+struct Recorder(Arc<Mutex<Deliveries>>);
+
+impl ClientContext for Recorder {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.0
+            .lock()
+            .expect("the deliveries")
+            .errors
+            .push(format!("{error}: {reason}"));
+    }
+}
+
+impl ProducerContext for Recorder {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, index: usize) {
+        let mut d = self.0.lock().expect("the deliveries");
+        match result {
+            Ok(m) => d.acked.push((index, m.partition(), m.offset())),
+            Err((e, _)) => d.failed.push((index, e.to_string())),
+        }
+    }
+}
+
+type IdempotentProducer = ThreadedProducer<Recorder>;
+
+fn idempotent_producer(bootstrap: &str, deliveries: &Arc<Mutex<Deliveries>>) -> IdempotentProducer {
+    rk::client_config(bootstrap)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("message.timeout.ms", MESSAGE_TIMEOUT_MS)
+        .create_with_context(Recorder(Arc::clone(deliveries)))
+        .expect("create the idempotent producer")
+}
+
+/// Sends records 0, 1, 2, ... at the producer's pace until `stop`; how many it sent.
+async fn produce_until(producer: Arc<IdempotentProducer>, stop: Arc<AtomicBool>) -> usize {
+    let mut index = 0;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..BURST {
+            let (key, value) = (key_of(index), value_of(index));
+            loop {
+                let record = BaseRecord::with_opaque_to(TOPIC, index)
+                    .key(&key)
+                    .payload(&value)
+                    .timestamp(rk::now_ms());
+                match producer.send(record) {
+                    Ok(()) => break,
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _))
+                        if !stop.load(Ordering::Relaxed) =>
+                    {
+                        samsa::rt::time::sleep(Duration::from_millis(BURST_MS)).await;
+                    }
+                    Err((e, _)) => panic!("enqueue record {index}: {e}"),
+                }
+            }
+            index += 1;
+        }
+        samsa::rt::time::sleep(Duration::from_millis(BURST_MS)).await;
+    }
+    index
+}
+
+/// Panics if librdkafka's idempotent producer hit a fatal error (it stops producing then).
+fn assert_no_fatal_error(producer: &IdempotentProducer) {
+    if let Some((code, reason)) = producer.client().fatal_error() {
+        panic!("the idempotent producer's fatal error: {code:?}: {reason}");
+    }
+}
+
+/// Waits until every partition has `ACKS_PER_PARTITION_PER_PHASE` more acknowledged
+/// records than `from` says; the counts then.
+async fn wait_acks(
+    producer: &IdempotentProducer,
+    deliveries: &Mutex<Deliveries>,
+    from: &BTreeMap<i32, usize>,
+    phase: &str,
+) -> BTreeMap<i32, usize> {
+    let started = samsa::rt::time::now();
+    loop {
+        assert_no_fatal_error(producer);
+        let now = deliveries
+            .lock()
+            .expect("the deliveries")
+            .acked_per_partition();
+        if now
+            .iter()
+            .all(|(p, n)| *n >= from.get(p).copied().unwrap_or(0) + ACKS_PER_PARTITION_PER_PHASE)
+        {
+            return now;
+        }
+        let waited_ms = started.elapsed().as_millis();
+        if waited_ms >= u128::from(ACKS_WAIT_MS_MAX) {
+            let d = deliveries.lock().expect("the deliveries");
+            panic!(
+                "{phase}: not {ACKS_PER_PARTITION_PER_PHASE} more acknowledged records in \
+                 every partition after {waited_ms} ms: from {from:?} to {now:?}; {} failed \
+                 deliveries (first: {:?}); the client's last errors: {:?}",
+                d.failed.len(),
+                d.failed.first(),
+                &d.errors[d.errors.len().saturating_sub(5)..]
+            );
+        }
+        samsa::rt::time::sleep(Duration::from_millis(WAIT_POLL_MS)).await;
+    }
+}
+
+/// One partition's line of `samsa topics describe`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PartitionRow {
+    partition: i32,
+    /// None: `Leader: none`.
+    leader: Option<i32>,
+    replicas: Vec<i32>,
+    isr: BTreeSet<i32>,
+}
+
+/// `samsa topics describe TOPIC -b <node id's client listener>`'s partition lines, or the
+/// tool's failure (a node not serving yet).
+fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRow>, String> {
+    let out = samsa()
+        .args(["topics", "describe", TOPIC, "-b", &cluster.bootstrap(&[id])])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run samsa topics describe");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let ids = |list: &str| -> Vec<i32> {
+        list.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap_or_else(|_| panic!("a node id: {stdout}")))
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for line in stdout.lines().filter(|l| l.starts_with('\t')) {
+        let fields: BTreeMap<&str, &str> = line
+            .split('\t')
+            .filter_map(|f| f.split_once(": "))
+            .collect();
+        let field = |name: &str| {
+            *fields
+                .get(name)
+                .unwrap_or_else(|| panic!("no {name} in {line:?}"))
+        };
+        rows.push(PartitionRow {
+            partition: field("Partition").parse().expect("a partition"),
+            leader: match field("Leader") {
+                "none" => None,
+                id => Some(id.parse().expect("a leader id")),
+            },
+            replicas: ids(field("Replicas")),
+            isr: ids(field("Isr")).into_iter().collect(),
+        });
+    }
+    Ok(rows)
+}
+
+/// What `through` (each node's own `samsa topics describe`) shows, in node order.
+fn describe_all(
+    cluster: &ProcessCluster,
+    through: &[i32],
+) -> Vec<(i32, Result<Vec<PartitionRow>, String>)> {
+    through
+        .iter()
+        .map(|id| (*id, describe_through(cluster, *id)))
+        .collect()
+}
+
+/// Whether every answer of `views` gives every partition the placed replicas and leader and
+/// the ISR `isr`.
+fn views_show(
+    views: &[(i32, Result<Vec<PartitionRow>, String>)],
+    placement: &[Vec<i32>],
+    isr: &BTreeSet<i32>,
+) -> bool {
+    views.iter().all(|(_, rows)| {
+        rows.as_ref().is_ok_and(|rows| {
+            rows.len() == placement.len()
+                && rows.iter().all(|r| {
+                    let placed = &placement[r.partition as usize];
+                    &r.replicas == placed && r.leader == Some(placed[0]) && &r.isr == isr
+                })
+        })
+    })
+}
+
+/// Waits until `samsa topics describe` through each of `through` gives every partition its
+/// placed replicas and leader and the ISR `isr`; the milliseconds since `since` at which the
+/// first of them did and at which all did.
+async fn wait_isr(
+    cluster: &ProcessCluster,
+    through: &[i32],
+    placement: &[Vec<i32>],
+    isr: &BTreeSet<i32>,
+    since: std::time::Instant,
+    wait_ms_max: u64,
+    what: &str,
+) -> (u128, u128) {
+    let mut first_ms = None;
+    loop {
+        let views = describe_all(cluster, through);
+        let elapsed_ms = since.elapsed().as_millis();
+        if first_ms.is_none()
+            && views
+                .iter()
+                .any(|view| views_show(std::slice::from_ref(view), placement, isr))
+        {
+            first_ms = Some(elapsed_ms);
+        }
+        if views_show(&views, placement, isr) {
+            return (first_ms.unwrap_or(elapsed_ms), elapsed_ms);
+        }
+        assert!(
+            elapsed_ms < u128::from(wait_ms_max),
+            "{what}: the ISRs are not {isr:?} (placement {placement:?}) after {elapsed_ms} ms; \
+             samsa topics describe through each node: {views:#?}"
+        );
+        samsa::rt::time::sleep(Duration::from_millis(WAIT_POLL_MS)).await;
+    }
+}
+
+/// Creates the topic with `placement` (partition i's replicas, leader first) and
+/// `min.insync.replicas`, through the controller listeners: a broker's CreateTopics takes
+/// explicit assignments that name only itself, the controller's takes any.
+async fn create_placed_topic(cluster: &ProcessCluster, placement: &[Vec<i32>]) {
+    let request = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: TOPIC.into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: placement
+                .iter()
+                .enumerate()
+                .map(|(p, replicas)| CreatableReplicaAssignment {
+                    partition_index: p as i32,
+                    broker_ids: replicas.iter().map(|id| NodeId(*id)).collect(),
+                })
+                .collect(),
+            configs: vec![CreatableTopicConfig {
+                name: "min.insync.replicas".into(),
+                value: Some(MIN_INSYNC_REPLICAS.into()),
+            }],
+        }],
+        timeout_ms: REQUEST_TIMEOUT_MS as i32,
+        validate_only: false,
+    };
+    let limits = ConnectionLimits {
+        request_timeout_ms: REQUEST_TIMEOUT_MS,
+        connect_timeout_ms: REQUEST_TIMEOUT_MS,
+        ..ConnectionLimits::default()
+    };
+    let mut answers = Vec::new();
+    for _ in 0..POLLS_MAX {
+        for (id, ports) in &cluster.ports {
+            let address = format!("127.0.0.1:{}", ports.controller);
+            let Ok(mut conn) = Connection::connect(&address, "test", limits.clone()).await else {
+                continue;
+            };
+            let Ok(version) = conn.version_for(19) else {
+                continue;
+            };
+            let Ok(response) = conn
+                .send::<_, CreateTopicsResponse>(19, version, &request)
+                .await
+            else {
+                continue;
+            };
+            let topic = &response.topics[0];
+            match topic.error_code {
+                // NONE; TOPIC_ALREADY_EXISTS after an earlier attempt whose answer was lost
+                // (the placement is checked afterwards).
+                0 | 36 => return,
+                // NOT_CONTROLLER: a standby.
+                41 => {}
+                code => answers.push(format!("node {id}: error {code} {:?}", topic.error_message)),
+            }
+        }
+        sleep_poll().await;
+    }
+    panic!("no controller created {TOPIC} with {placement:?}: {answers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() {
+    let mut cluster = ProcessCluster::start(NODES);
+    let all = cluster.ids();
+    let bootstrap = cluster.bootstrap(&all);
+    cluster.wait_registered().await;
+
+    // Default placement gives every broker a leadership (1, 2, 3, 1, 2, 3), so the topic is
+    // placed by hand: the follower to kill is a broker that is not the active controller, and
+    // the two others lead three partitions each.
+    let mut controller = None;
+    for _ in 0..POLLS_MAX {
+        controller = active_controller(&cluster.ports, &all).await;
+        if controller.is_some() {
+            break;
+        }
+        sleep_poll().await;
+    }
+    let controller = controller.expect("an active controller");
+    let follower = *all
+        .iter()
+        .rev()
+        .find(|id| **id != controller)
+        .expect("a broker that is not the controller");
+    let leaders: Vec<i32> = all.iter().copied().filter(|id| *id != follower).collect();
+    let placement: Vec<Vec<i32>> = (0..PARTITIONS as usize)
+        .map(|p| {
+            let (leader, other) = (leaders[p % 2], leaders[(p + 1) % 2]);
+            if (p / 2) % 2 == 0 {
+                vec![leader, other, follower]
+            } else {
+                vec![leader, follower, other]
+            }
+        })
+        .collect();
+    create_placed_topic(&cluster, &placement).await;
+    let everyone: BTreeSet<i32> = all.iter().copied().collect();
+    let two: BTreeSet<i32> = leaders.iter().copied().collect();
+    wait_isr(
+        &cluster,
+        &all,
+        &placement,
+        &everyone,
+        samsa::rt::time::now(),
+        TOPIC_READY_WAIT_MS_MAX,
+        "the new topic",
+    )
+    .await;
+
+    // The producer runs from here to the end.
+    let deliveries = Arc::new(Mutex::new(Deliveries::default()));
+    let producer = Arc::new(idempotent_producer(&bootstrap, &deliveries));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producing = samsa::rt::task::spawn(produce_until(Arc::clone(&producer), Arc::clone(&stop)));
+    let before = wait_acks(
+        &producer,
+        &deliveries,
+        &BTreeMap::new(),
+        "before the SIGKILL",
+    )
+    .await;
+
+    // SIGKILL of the follower, which must still not be the active controller.
+    let now_active = active_controller(&cluster.ports, &all).await;
+    assert!(
+        now_active.is_some_and(|c| c != follower),
+        "the follower to kill, node {follower}, is not the active controller: {now_active:?}"
+    );
+    cluster.sigkill(follower);
+    let killed_at = samsa::rt::time::now();
+    let (_, shrunk_ms) = wait_isr(
+        &cluster,
+        &leaders,
+        &placement,
+        &two,
+        killed_at,
+        ISR_SHRINK_WAIT_MS_MAX,
+        "after the SIGKILL",
+    )
+    .await;
+    let at_shrink = deliveries
+        .lock()
+        .expect("the deliveries")
+        .acked_per_partition();
+    // acks=all goes on with two replicas in each ISR (min.insync.replicas=2).
+    let while_down = wait_acks(&producer, &deliveries, &at_shrink, "while node is down").await;
+    assert!(
+        views_show(&describe_all(&cluster, &leaders), &placement, &two),
+        "the ISRs stayed {two:?} while node {follower} was down"
+    );
+
+    // Restarted on its directory, it catches up and rejoins every ISR.
+    cluster.restart(follower);
+    let restarted_at = samsa::rt::time::now();
+    let (rejoined_ms, all_agree_ms) = wait_isr(
+        &cluster,
+        &all,
+        &placement,
+        &everyone,
+        restarted_at,
+        REJOIN_WAIT_MS_MAX,
+        "after the restart",
+    )
+    .await;
+    eprintln!(
+        "replication_processes: node {follower} (follower of all {PARTITIONS} partitions) \
+         SIGKILLed; every ISR shrank to {two:?} within {shrunk_ms} ms; restarted, it rejoined \
+         every ISR after {rejoined_ms} ms (every broker's Metadata agreeing after \
+         {all_agree_ms} ms) while the producer went on"
+    );
+    let at_rejoin = deliveries
+        .lock()
+        .expect("the deliveries")
+        .acked_per_partition();
+    let after = wait_acks(&producer, &deliveries, &at_rejoin, "after the rejoin").await;
+
+    stop.store(true, Ordering::Relaxed);
+    let sent = producing.await.expect("the producing task");
+    producer
+        .flush(Duration::from_millis(FLUSH_TIMEOUT_MS))
+        .expect("every delivery reported");
+    assert_no_fatal_error(&producer);
+    drop(producer);
+    let deliveries = std::mem::take(&mut *deliveries.lock().expect("the deliveries"));
+    assert_eq!(
+        deliveries.acked.len() + deliveries.failed.len(),
+        sent,
+        "a delivery report for every record sent"
+    );
+
+    // Everything back, from each partition's start to its high watermark.
+    let consumer = rk::consumer(&bootstrap, "replication-processes");
+    let mut ranges = BTreeMap::new();
+    for p in 0..PARTITIONS {
+        let (low, high) = consumer
+            .fetch_watermarks(TOPIC, p, Duration::from_millis(WATERMARKS_TIMEOUT_MS))
+            .unwrap_or_else(|e| panic!("partition {p}'s watermarks: {e}"));
+        assert_eq!(low, 0, "partition {p} starts at 0");
+        ranges.insert(p, (0, high));
+    }
+    let read = rk::consume_ranges(&consumer, TOPIC, &ranges);
+    let failed_present = check_read_back(&deliveries, sent, &ranges, &read);
+    eprintln!(
+        "replication_processes: {sent} records sent, {} acknowledged ({before:?} per partition \
+         before the SIGKILL, {while_down:?} by the end of the downtime, {after:?} after the \
+         rejoin), {} failed deliveries ({failed_present} of them stored), all read back",
+        deliveries.acked.len(),
+        deliveries.failed.len(),
+    );
+    cluster.stop();
+}
+
+/// Checks what was read against the delivery reports (see the module's comment); how many
+/// records whose delivery failed were read nonetheless.
+fn check_read_back(
+    deliveries: &Deliveries,
+    sent: usize,
+    ranges: &BTreeMap<i32, (i64, i64)>,
+    read: &BTreeMap<i32, Vec<rk::Consumed>>,
+) -> usize {
+    // Every offset from 0 to the high watermark, once; each a record of this run, once.
+    let mut stored: BTreeMap<usize, (i32, i64)> = BTreeMap::new();
+    for (p, records) in read {
+        let (_, high) = ranges[p];
+        let offsets: Vec<i64> = records.iter().map(|c| c.offset).collect();
+        assert!(
+            offsets.iter().copied().eq(0..high),
+            "partition {p}: offsets read are not exactly 0..{high} ({} read)",
+            offsets.len()
+        );
+        let mut last_seq: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+        for c in records {
+            let at = format!("partition {p} offset {}", c.offset);
+            let value = c
+                .payload
+                .as_deref()
+                .unwrap_or_else(|| panic!("{at}: no value"));
+            let (key, seq, index) = parse_value(value)
+                .unwrap_or_else(|| panic!("{at}: a value of this run: {value:?}"));
+            assert!(index < sent, "{at}: record {index} was never sent");
+            assert_eq!(
+                value,
+                value_of(index).as_bytes(),
+                "{at}: record {index}'s value"
+            );
+            assert_eq!(
+                c.key.as_deref(),
+                Some(key_of(index).as_bytes()),
+                "{at}: key"
+            );
+            assert_eq!(
+                (key.as_str(), seq),
+                (key_of(index).as_str(), index / KEYS),
+                "{at}"
+            );
+            if let Some(first) = stored.insert(index, (*p, c.offset)) {
+                panic!("record {index} is stored twice: at {first:?} and at {at}");
+            }
+            if let Some((previous, offset)) = last_seq.insert(key.clone(), (seq, c.offset)) {
+                assert!(
+                    seq > previous,
+                    "{at}: {key} sequence {seq} after sequence {previous} at offset {offset}"
+                );
+            }
+        }
+    }
+    // Every acknowledged record exactly where its report said; in each partition, in the
+    // order of the acknowledgements.
+    let mut last_acked: BTreeMap<i32, (usize, i64)> = BTreeMap::new();
+    for &(index, p, offset) in &deliveries.acked {
+        assert_eq!(
+            stored.get(&index),
+            Some(&(p, offset)),
+            "record {index}, acknowledged at partition {p} offset {offset}"
+        );
+        if let Some(&(previous, previous_offset)) = last_acked.get(&p) {
+            assert!(
+                offset > previous_offset,
+                "partition {p}: record {index} acknowledged at offset {offset} after record \
+                 {previous} at offset {previous_offset}"
+            );
+        }
+        last_acked.insert(p, (index, offset));
+    }
+    // Everything stored was acknowledged or failed (then it is not counted as lost).
+    let acked: BTreeSet<usize> = deliveries.acked.iter().map(|a| a.0).collect();
+    let failed: BTreeSet<usize> = deliveries.failed.iter().map(|f| f.0).collect();
+    assert_eq!(
+        acked.len(),
+        deliveries.acked.len(),
+        "a record acknowledged twice"
+    );
+    for index in stored.keys() {
+        assert!(
+            acked.contains(index) || failed.contains(index),
+            "record {index} is stored but had no delivery report"
+        );
+    }
+    stored.keys().filter(|i| failed.contains(i)).count()
+}
