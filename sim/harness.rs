@@ -771,7 +771,22 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
     }
     event(&recorder, &mut nemesis, "heal".into());
     let heal_start_ns = recorder.now_ns();
-    time::sleep(Duration::from_millis(options.heal_ms)).await;
+    // The supervisor goes on: a node that halts while healing (its start failed on an IO
+    // error injected before the heal) is restarted, as during the safety phase.
+    let heal_end = time::now() + Duration::from_millis(options.heal_ms);
+    while time::now() < heal_end {
+        time::sleep(Duration::from_millis(5)).await;
+        if needs_restart.swap(false, Ordering::AcqRel) {
+            handle.kill(node.id());
+            crashes.push(disk.crash(CrashMode::Process, &mut rng));
+            handle.restart(node.id());
+            event(
+                &recorder,
+                &mut nemesis,
+                "restart node (it halted while healing)".into(),
+            );
+        }
+    }
     stop.store(true, Ordering::Release);
     for join in joins {
         let _ = join.await;

@@ -235,6 +235,10 @@ pub struct Partition {
     checkpointed: AtomicI64,
     /// The latest `now_ms` a step was given.
     now_ms: std::sync::atomic::AtomicU64,
+    /// The planted `high_watermark_from_recovery_point` bug: what this replica may
+    /// acknowledge is capped at the recovery point until its first new append is acknowledged
+    /// (`i64::MAX`: no cap).
+    acknowledgeable_cap: AtomicI64,
     /// Notified on every high watermark advance; fetches wait on it.
     data_arrived: Arc<Notify>,
     health: Arc<LogDirHealth>,
@@ -309,6 +313,11 @@ impl Partition {
         );
         let high_watermark = replica.high_watermark();
         let _ = replica.ready(0);
+        let acknowledgeable_cap = if bugs.high_watermark_from_recovery_point {
+            acknowledgeable_end
+        } else {
+            i64::MAX
+        };
         Partition {
             topic,
             topic_id,
@@ -324,6 +333,7 @@ impl Partition {
             isr_changes,
             checkpointed: AtomicI64::new(checkpointed.unwrap_or(-1)),
             now_ms: std::sync::atomic::AtomicU64::new(0),
+            acknowledgeable_cap: AtomicI64::new(acknowledgeable_cap),
             data_arrived,
             health,
             corrupt_from: AtomicI64::new(NOT_CORRUPT),
@@ -450,7 +460,8 @@ impl Partition {
             FlushPolicy::SyncBeforeAck => self.log.durable_end_offset().min(log_end),
             FlushPolicy::PageCache { .. } => log_end,
         };
-        (log_end, acknowledgeable)
+        let cap = self.acknowledgeable_cap.load(Ordering::Acquire);
+        (log_end, acknowledgeable.min(cap))
     }
 
     /// Puts what the committed metadata says of this partition and of the brokers in force
@@ -741,6 +752,7 @@ impl Partition {
             .acknowledge(pending)
             .await
             .map_err(|e| self.log_error(e))?;
+        self.acknowledgeable_cap.store(i64::MAX, Ordering::Release);
         let ends = self.ends();
         assert!(
             ends.1 > info.last_offset,
