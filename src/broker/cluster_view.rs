@@ -32,7 +32,7 @@ pub struct PartitionView {
 }
 
 /// The listener name this broker's clients use (its first advertised listener's).
-fn listener_name(broker: &Broker) -> &str {
+pub(crate) fn listener_name(broker: &Broker) -> &str {
     broker
         .config
         .advertised_listeners

@@ -151,15 +151,9 @@ async fn stopped_within(stop: &Latch, duration: Duration) -> bool {
 /// The leader's address for this broker's listener name, from the applied image.
 fn leader_address(broker: &Broker, leader: i32) -> Option<String> {
     let image = broker.image()?;
-    let name = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|l| l.name.clone())
-        .unwrap_or_else(|| "PLAINTEXT".to_string());
     let registration = image.brokers.get(&leader)?;
     let listener = registration
-        .listener(&name)
+        .listener(crate::broker::cluster_view::listener_name(broker))
         .or_else(|| registration.listeners.first())?;
     Some(format!("{}:{}", listener.host, listener.port))
 }

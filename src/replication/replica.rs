@@ -430,12 +430,12 @@ impl Replica {
         follower.last_fetch_ms = now_ms;
         follower.last_fetch_leader_log_end = leader_log_end;
         follower.broker_epoch = broker_epoch;
-        self.maybe_expand_isr(now_ms, replica_id);
+        self.maybe_expand_isr(replica_id);
         self.maybe_advance_high_watermark();
         Ok(())
     }
 
-    fn maybe_expand_isr(&mut self, now_ms: u64, replica_id: i32) {
+    fn maybe_expand_isr(&mut self, replica_id: i32) {
         if self.in_flight.is_some() || self.to_send.is_some() {
             return;
         }
@@ -458,7 +458,7 @@ impl Replica {
         }
         let mut isr = state.isr.clone();
         isr.push(replica_id);
-        self.propose(now_ms, isr);
+        self.propose(isr);
     }
 
     /// The time passed: proposes removing ISR members that lag, resends an unanswered
@@ -500,10 +500,10 @@ impl Replica {
             .copied()
             .filter(|id| !lagging.contains(id))
             .collect();
-        self.propose(now_ms, isr);
+        self.propose(isr);
     }
 
-    fn propose(&mut self, now_ms: u64, isr: Vec<i32>) {
+    fn propose(&mut self, isr: Vec<i32>) {
         let state = self.state.as_ref().expect("a leader has a state");
         assert!(
             isr.contains(&self.config.node_id),
@@ -525,7 +525,6 @@ impl Replica {
             partition_epoch: state.partition_epoch,
             new_isr,
         };
-        let _ = now_ms;
         self.to_send = Some(proposal);
     }
 
