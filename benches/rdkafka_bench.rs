@@ -22,6 +22,12 @@
 //! ```
 //!
 //! The figures go to stdout as a table and, last, as one JSON line.
+//!
+//! `SAMSA_BENCH_BROKERS=3` runs the replicated benchmark instead (benches/cluster/replicated.rs):
+//! `samsa perf produce` on one broker (RF 1) and on three formatted combined nodes (RF 3,
+//! `min.insync.replicas` 2), the fixed-rate latency through `samsa perf` and librdkafka
+//! against the replicated topic, the brokers' CPU, the bytes stored per record and the
+//! bandwidth of three concurrent synced writers, with the goal derived from the last two.
 // A measurement harness outside the system under test: it times itself with the OS clock and
 // uses threads and files directly, which `src` must not.
 #![allow(clippy::disallowed_methods)]
@@ -37,6 +43,10 @@ fn main() {
 #[cfg(not(feature = "sim"))]
 #[path = "../tests/support/broker_process.rs"]
 mod broker_process;
+
+#[cfg(not(feature = "sim"))]
+#[path = "cluster/replicated.rs"]
+mod replicated;
 
 #[cfg(not(feature = "sim"))]
 mod real {
@@ -58,7 +68,7 @@ mod real {
 
     /// The longest any phase may wait for deliveries or records before the run fails.
     const PHASE_TIMEOUT_S: u64 = 180;
-    /// Bytes written (in 1 MiB writes, each synced) for the raw disk figure.
+    /// Bytes each writer writes (in 1 MiB writes, each synced) for the raw disk figure.
     const DISK_BYTES: usize = 256 << 20;
     /// Bytes sent over loopback for the TCP figure.
     const LOOPBACK_BYTES: usize = 2 << 30;
@@ -71,7 +81,7 @@ mod real {
         partitions: i32,
     }
 
-    fn env_or(name: &str, default: u64) -> u64 {
+    pub(crate) fn env_or(name: &str, default: u64) -> u64 {
         std::env::var(name)
             .ok()
             .and_then(|v| v.parse().ok())
@@ -91,7 +101,7 @@ mod real {
 
     /// Counts deliveries; with latency on, records send-to-report time per record (the
     /// opaque carries the send time in nanoseconds since `base`).
-    struct Counting {
+    pub(crate) struct Counting {
         base: Instant,
         delivered: AtomicU64,
         failed: AtomicU64,
@@ -101,6 +111,17 @@ mod real {
     }
 
     impl Counting {
+        /// The send-to-report latencies recorded so far, sorted.
+        pub(crate) fn sorted_latencies_ns(&self) -> Vec<u64> {
+            let mut latencies = self
+                .latencies_ns
+                .lock()
+                .map(|l| l.clone())
+                .unwrap_or_default();
+            latencies.sort_unstable();
+            latencies
+        }
+
         fn new(keep_latency: bool) -> Counting {
             Counting {
                 base: Instant::now(),
@@ -146,7 +167,7 @@ mod real {
     /// `nagle_disable`: librdkafka leaves Nagle's algorithm on by default
     /// (`socket.nagle.disable=false`), unlike the Java client, which sets TCP_NODELAY; the
     /// latency phase runs both ways so the client's own delay can be told from the broker's.
-    fn producer_with(
+    pub(crate) fn producer_with(
         bootstrap: &str,
         linger_ms: &str,
         keep_latency: bool,
@@ -168,7 +189,7 @@ mod real {
     }
 
     /// The broker's user + system CPU time so far, in seconds.
-    fn cpu_seconds(pid: u32) -> f64 {
+    pub(crate) fn cpu_seconds(pid: u32) -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Fields after the command name (which may hold spaces) start at ") ".
         let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
@@ -218,7 +239,7 @@ mod real {
 
     /// Sends `count` records of `size` bytes as fast as librdkafka takes them (or at `rate`
     /// records/s) and waits for every delivery report. Returns the elapsed seconds.
-    fn produce(
+    pub(crate) fn produce(
         p: &BaseProducer<Counting>,
         topic: &str,
         count: u64,
@@ -317,24 +338,48 @@ mod real {
         start.elapsed().as_secs_f64()
     }
 
-    /// 1 MiB writes to a file in `dir`, each followed by fdatasync: MB/s.
-    fn disk_bandwidth(dir: &Path) -> f64 {
+    /// `writers` threads at once, each writing `DISK_BYTES` to a file of its own in `dir` in
+    /// 1 MiB writes, each followed by fdatasync: total MB/s, timed from the moment every
+    /// writer has its file open to the end of the last one's last sync.
+    pub(crate) fn disk_bandwidth(dir: &Path, writers: usize) -> f64 {
         use std::os::unix::io::AsRawFd;
-        let path = dir.join("raw-bandwidth.bin");
-        let mut file = std::fs::File::create(&path).expect("create the raw-bandwidth file");
+        let paths: Vec<_> = (0..writers)
+            .map(|w| dir.join(format!("raw-bandwidth-{w}.bin")))
+            .collect();
         let chunk = vec![0x5au8; 1 << 20];
-        let start = Instant::now();
-        let mut written = 0;
-        while written < DISK_BYTES {
-            file.write_all(&chunk).expect("write");
-            // SAFETY: the descriptor is open for the call.
-            let rc = unsafe { libc::fdatasync(file.as_raw_fd()) };
-            assert_eq!(rc, 0, "fdatasync: {}", std::io::Error::last_os_error());
-            written += chunk.len();
+        let start_line = std::sync::Barrier::new(writers + 1);
+        let (written, secs) = std::thread::scope(|scope| {
+            let handles: Vec<_> = paths
+                .iter()
+                .map(|path| {
+                    let (chunk, start_line) = (&chunk, &start_line);
+                    scope.spawn(move || {
+                        let mut file =
+                            std::fs::File::create(path).expect("create a raw-bandwidth file");
+                        start_line.wait();
+                        let mut written = 0;
+                        while written < DISK_BYTES {
+                            file.write_all(chunk).expect("write");
+                            // SAFETY: the descriptor is open for the call.
+                            let rc = unsafe { libc::fdatasync(file.as_raw_fd()) };
+                            assert_eq!(rc, 0, "fdatasync: {}", std::io::Error::last_os_error());
+                            written += chunk.len();
+                        }
+                        written
+                    })
+                })
+                .collect();
+            start_line.wait();
+            let start = Instant::now();
+            let written: usize = handles
+                .into_iter()
+                .map(|h| h.join().expect("a raw-bandwidth writer"))
+                .sum();
+            (written, start.elapsed().as_secs_f64())
+        });
+        for path in &paths {
+            let _ = std::fs::remove_file(path);
         }
-        let secs = start.elapsed().as_secs_f64();
-        drop(file);
-        let _ = std::fs::remove_file(&path);
         written as f64 / secs / 1e6
     }
 
@@ -368,7 +413,7 @@ mod real {
         sent as f64 / secs / 1e6
     }
 
-    fn percentile(sorted: &[u64], q: f64) -> f64 {
+    pub(crate) fn percentile(sorted: &[u64], q: f64) -> f64 {
         if sorted.is_empty() {
             return 0.0;
         }
@@ -377,6 +422,11 @@ mod real {
     }
 
     pub fn main() {
+        match env_or("SAMSA_BENCH_BROKERS", 1) {
+            1 => {}
+            3 => return super::replicated::main(),
+            n => panic!("SAMSA_BENCH_BROKERS={n}: the bench runs one broker or three"),
+        }
         let sizes = Sizes::from_env();
         let mut broker = BrokerProcess::start();
         let bootstrap = broker.bootstrap();
@@ -481,14 +531,8 @@ mod real {
                 100,
                 Some(10_000),
             );
-            let mut lat = p
-                .context()
-                .latencies_ns
-                .lock()
-                .map(|l| l.clone())
-                .unwrap_or_default();
+            let lat = p.context().sorted_latencies_ns();
             drop(p);
-            lat.sort_unstable();
             for (name, q, goal) in [
                 ("p50", 0.50, ""),
                 ("p99", 0.99, "<= 2"),
@@ -568,7 +612,7 @@ mod real {
         // References, measured with the broker stopped so they do not compete with it.
         row(
             "raw 1 MiB write + fdatasync (data dir)",
-            disk_bandwidth(&data_dir),
+            disk_bandwidth(&data_dir, 1),
             "MB/s",
             "reference",
         );

@@ -1,5 +1,6 @@
-//! The sharded cluster under madsim (issues 14 and 15): three combined nodes
-//! (`process.roles=broker,controller`, the real `samsa::broker::node`), each one voter of the
+//! The sharded cluster under madsim (issues 14, 15 and 16): three (or
+//! `ClusterOptions::nodes`) combined nodes (`process.roles=broker,controller`, the real
+//! `samsa::broker::node`), each one voter of the
 //! metadata quorum and one broker, each on its own simulated disk and address. The workload's
 //! topic (`sim`, `PARTITIONS` partitions, auto-created through whichever broker a client
 //! reaches first) is spread over the three brokers, one replica per partition. One producing
@@ -22,7 +23,12 @@
 //! - raises every link's latency (up to 50 ms) for a while;
 //! - makes a node's disk fail some of its operations for a while (a node whose log directory
 //!   fails halts and is restarted, as a supervisor would);
-//! - jumps a node's wall clock by up to ±10 minutes.
+//! - jumps a node's wall clock by up to ±10 minutes;
+//! - pauses a node (a long GC, a stopped VM) and resumes it;
+//! - cuts a node's links to every other node in one direction only;
+//! - with five or more nodes (`ClusterOptions::nodes`), kills two nodes at once, so that a
+//!   partition may lose two of its three replicas together (in page-cache mode at most one
+//!   of them loses power).
 //!
 //! The checkers, per partition (each partition is one history of its own): the data checkers
 //! of `samsa_spec::check` against an offline read of the partition's directory on its one
@@ -77,8 +83,11 @@ use crate::harness::{partition_log_config, read_offline, Recorder};
 use crate::node::TOPIC;
 use crate::workload::{Keying, Workload};
 
-/// Nodes of the cluster, each a voter and a broker.
+/// Nodes of the cluster by default, each a voter and a broker.
 pub const NODES: i32 = 3;
+/// The most nodes a run may have (their addresses are 10.0.1.1 up to this).
+pub const NODES_MAX: i32 = 7;
+const _: () = assert!(NODES <= NODES_MAX);
 /// Partitions of the workload's topic (`num.partitions`): two per broker when spread.
 pub const PARTITIONS: i32 = 6;
 const CLIENT_PORT: u16 = 9092;
@@ -115,6 +124,9 @@ fn client_address(id: i32) -> String {
 /// What one run does.
 #[derive(Clone, Debug)]
 pub struct ClusterOptions {
+    /// Nodes, each a voter and a broker (at most `NODES_MAX`). With five or more, the
+    /// nemesis also kills two nodes at once (a majority of the voters stays).
+    pub nodes: i32,
     pub safety_ms: u64,
     pub heal_ms: u64,
     pub think_ms_max: u64,
@@ -157,6 +169,7 @@ const REPLICA_FETCH_BACKOFF_MS: u64 = 100;
 impl Default for ClusterOptions {
     fn default() -> Self {
         ClusterOptions {
+            nodes: NODES,
             safety_ms: 8_000,
             heal_ms: 6_000,
             think_ms_max: 40,
@@ -260,7 +273,7 @@ impl ClusterOutcome {
 
 /// The node's config: a combined node, one of `NODES` voters.
 fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
-    let voters: BTreeMap<i32, String> = (1..=NODES)
+    let voters: BTreeMap<i32, String> = (1..=options.nodes)
         .map(|v| (v, SocketAddr::new(node_ip(v), CONTROLLER_PORT).to_string()))
         .collect();
     let (factor, min_insync_replicas) = options
@@ -654,7 +667,7 @@ struct AdminLog {
 
 /// Creates topics, deletes some of those it created and changes the config of others,
 /// through every broker in turn, each request on a fresh connection to that broker alone.
-async fn admin(log: Arc<Mutex<AdminLog>>, mut rng: SmallRng, stop: Arc<AtomicBool>) {
+async fn admin(log: Arc<Mutex<AdminLog>>, nodes: i32, mut rng: SmallRng, stop: Arc<AtomicBool>) {
     let limits = ConnectionLimits {
         request_timeout_ms: ADMIN_TIMEOUT_MS,
         connect_timeout_ms: ADMIN_TIMEOUT_MS,
@@ -664,7 +677,7 @@ async fn admin(log: Arc<Mutex<AdminLog>>, mut rng: SmallRng, stop: Arc<AtomicBoo
     let mut turn = 0i32;
     while !stop.load(Ordering::Acquire) && next < ADMIN_TOPICS_MAX {
         time::sleep(Duration::from_millis(rng.gen_range(50..250))).await;
-        let id = turn % NODES + 1;
+        let id = turn % nodes + 1;
         turn += 1;
         let Ok(mut conn) =
             Connection::connect(&client_address(id), "sim-admin", limits.clone()).await
@@ -774,6 +787,9 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             .with_test_writer()
             .try_init();
     }
+    assert!(options.nodes >= 1, "a cluster needs a node");
+    assert!(options.nodes <= NODES_MAX, "at most {NODES_MAX} nodes");
+    let node_ids = 1..=options.nodes;
     let handle = madsim::runtime::Handle::current();
     let mut rng = SmallRng::seed_from_u64(samsa::rt::rand::random_u64());
     let recorders: Vec<Recorder> = (0..PARTITIONS).map(|_| Recorder::new()).collect();
@@ -782,14 +798,25 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         group_recorder: Recorder::new(),
         notes: Recorder::new(),
         image: Arc::new(Mutex::new(None)),
-        muted: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
-        needs_restart: Arc::new((1..=NODES).map(|id| (id, AtomicBool::new(false))).collect()),
+        muted: Arc::new(
+            node_ids
+                .clone()
+                .map(|id| (id, AtomicBool::new(false)))
+                .collect(),
+        ),
+        needs_restart: Arc::new(
+            node_ids
+                .clone()
+                .map(|id| (id, AtomicBool::new(false)))
+                .collect(),
+        ),
         incarnations: Arc::new(Mutex::new(Vec::new())),
         quorum: Arc::new(Mutex::new(QuorumHistory::default())),
         raft_handles: Arc::new(Mutex::new(BTreeMap::new())),
     };
     let epochs: AppliedEpochs = Arc::new(
-        (1..=NODES)
+        node_ids
+            .clone()
             .map(|id| {
                 let partitions = (0..PARTITIONS)
                     .map(|_| std::sync::atomic::AtomicI32::new(-1))
@@ -803,7 +830,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let mut disks = BTreeMap::new();
     let mut nodes = BTreeMap::new();
     let mut clocks: BTreeMap<i32, Clock> = BTreeMap::new();
-    for id in 1..=NODES {
+    for id in node_ids.clone() {
         let disk = MemDisk::new(rng.gen());
         disk.set_latency(50, 100, 2_000);
         let mut meta = samsa::broker::meta::MetaProperties::generate(id);
@@ -841,7 +868,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         nodes.insert(id, node);
     }
     let clients = handle.create_node().name("clients").ip(CLIENT_IP).build();
-    let bootstrap: Vec<String> = (1..=NODES).map(client_address).collect();
+    let bootstrap: Vec<String> = node_ids.clone().map(client_address).collect();
     let bootstrap = bootstrap.join(",");
     let stop = Arc::new(AtomicBool::new(false));
     let mut joins = Vec::new();
@@ -878,6 +905,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let admin_stop = Arc::new(AtomicBool::new(false));
     let admin_join = clients.spawn(admin(
         Arc::clone(&admin_log),
+        options.nodes,
         SmallRng::seed_from_u64(rng.gen()),
         Arc::clone(&admin_stop),
     ));
@@ -924,7 +952,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             false,
         )
     });
-    let mute_target = 1 + rng.gen_range(0..NODES);
+    let mute_target = 1 + rng.gen_range(0..options.nodes);
     while time::now() < safety_end {
         time::sleep(Duration::from_millis(10)).await;
         let now = time::now();
@@ -961,7 +989,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         if !options.nemesis || now < next_fault {
             continue;
         }
-        let target = 1 + rng.gen_range(0..NODES);
+        let target = 1 + rng.gen_range(0..options.nodes);
         if rng.gen_bool(0.15) {
             // A wall-clock jump of one node (NTP step, VM pause): instant, nothing to undo.
             let delta_ms = rng.gen_range(-600_000..600_000);
@@ -974,7 +1002,9 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
             continue;
         }
-        let fault = match rng.gen_range(0..7) {
+        // Two nodes at once only where a majority of the voters stays.
+        let kinds = if options.nodes >= 5 { 10 } else { 9 };
+        let fault = match rng.gen_range(0..kinds) {
             0 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
                 handle.kill(nodes[&target].id());
@@ -982,11 +1012,50 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                 Fault::Killed(target, mode)
             }
             1 => {
-                for other in (1..=NODES).filter(|o| *o != target) {
+                for other in node_ids.clone().filter(|o| *o != target) {
                     net.clog_link(nodes[&target].id(), nodes[&other].id());
                     net.clog_link(nodes[&other].id(), nodes[&target].id());
                 }
                 Fault::Isolated(target)
+            }
+            7 => {
+                // A process pause (a long GC, a stopped VM): the node neither runs nor
+                // answers, and resumes believing what it believed.
+                handle.pause(nodes[&target].id());
+                Fault::Paused(target)
+            }
+            8 => {
+                // A one-way partition: the node's packets to the other nodes are lost (it
+                // still hears them), or the other way round.
+                let outbound = rng.gen_bool(0.5);
+                for other in node_ids.clone().filter(|o| *o != target) {
+                    let (from, to) = if outbound {
+                        (target, other)
+                    } else {
+                        (other, target)
+                    };
+                    net.clog_link(nodes[&from].id(), nodes[&to].id());
+                }
+                Fault::OneWay { target, outbound }
+            }
+            9 => {
+                // Two nodes killed at once (the N-1 of a partition's three replicas); in
+                // page-cache mode at most one of them loses power, as the suite's bound
+                // allows.
+                let other = 1 + (target + rng.gen_range(0..options.nodes - 1)) % options.nodes;
+                assert_ne!(other, target);
+                let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+                let other_mode = match options.flush {
+                    FlushPolicy::SyncBeforeAck => {
+                        options.crash_modes[rng.gen_range(0..options.crash_modes.len())]
+                    }
+                    FlushPolicy::PageCache { .. } => CrashMode::Process,
+                };
+                handle.kill(nodes[&target].id());
+                disks[&target].crash(mode, &mut rng);
+                handle.kill(nodes[&other].id());
+                disks[&other].crash(other_mode, &mut rng);
+                Fault::KilledTwo([(target, mode), (other, other_mode)])
             }
             2 => {
                 shared.muted[&target].store(true, Ordering::Release);
@@ -1074,7 +1143,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
     let final_image = lock(&shared.image).clone();
     let mut reports = BTreeMap::new();
     let clock = Clock::new();
-    for id in 1..=NODES {
+    for id in node_ids.clone() {
         handle.kill(nodes[&id].id());
         let modes = options
             .final_crash_modes
@@ -1314,6 +1383,14 @@ fn replicas_disagree(a: &samsa_spec::FinalLog, b: &samsa_spec::FinalLog) -> Opti
 #[derive(Debug)]
 enum Fault {
     Killed(i32, CrashMode),
+    KilledTwo([(i32, CrashMode); 2]),
+    Paused(i32),
+    /// The node's links to every other node cut in one direction: its own packets
+    /// (`outbound`) or theirs to it.
+    OneWay {
+        target: i32,
+        outbound: bool,
+    },
     Isolated(i32),
     Muted(i32),
     ClientsCut(i32),
@@ -1340,12 +1417,36 @@ fn heal(
             handle.restart(nodes[&id].id());
             format!("restart node {id} (after {})", mode.name())
         }
+        Fault::KilledTwo(killed) => {
+            for (id, _) in killed {
+                shared.needs_restart[&id].store(false, Ordering::Release);
+                handle.restart(nodes[&id].id());
+            }
+            let [(a, a_mode), (b, b_mode)] = killed;
+            format!(
+                "restart nodes {a} (after {}) and {b} (after {})",
+                a_mode.name(),
+                b_mode.name()
+            )
+        }
+        Fault::Paused(id) => {
+            handle.resume(nodes[&id].id());
+            format!("resume node {id}")
+        }
         Fault::Isolated(id) => {
-            for other in (1..=NODES).filter(|o| *o != id) {
+            for other in nodes.keys().copied().filter(|o| *o != id) {
                 net.unclog_link(nodes[&id].id(), nodes[&other].id());
                 net.unclog_link(nodes[&other].id(), nodes[&id].id());
             }
             format!("reconnect node {id}")
+        }
+        Fault::OneWay { target, outbound } => {
+            for other in nodes.keys().copied().filter(|o| *o != target) {
+                net.unclog_link(nodes[&target].id(), nodes[&other].id());
+                net.unclog_link(nodes[&other].id(), nodes[&target].id());
+            }
+            let cut = if outbound { "from" } else { "to" };
+            format!("the links {cut} node {target} back")
         }
         Fault::Muted(id) => {
             shared.muted[&id].store(false, Ordering::Release);
@@ -1427,7 +1528,7 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
             "{test_name}: the consumer group got nothing done over the suite: {group_work:?}"
         );
     }
-    for id in 1..=NODES {
+    for id in 1..=options.nodes {
         assert!(
             admin_ok.get(&id).copied().unwrap_or(0) > 0,
             "{test_name}: node {id} never answered an admin request with success: {admin_ok:?}"

@@ -1256,6 +1256,18 @@ fn replicated_cluster_keeps_every_acknowledged_record() {
     );
 }
 
+/// The same on five nodes (five voters, each partition on three of the five brokers), where
+/// the nemesis also kills two nodes at once: a partition may lose two of its three replicas
+/// together (N-1), and the survivor, elected, must hold every acknowledged record.
+#[test]
+fn replicated_five_node_cluster_keeps_every_acknowledged_record() {
+    cluster::run_cluster_suite(
+        "replicated_five_node_cluster_keeps_every_acknowledged_record",
+        &replicated_five_nodes(),
+        cluster::REPLICATED_SEEDS_DEFAULT / 2,
+    );
+}
+
 /// Page-cache mode (Kafka's default: acknowledged once every ISR member has the records in
 /// memory, synced later): nothing acknowledged may be lost while at most
 /// `min.insync.replicas` - 1 ISR members lose power at once. The nemesis loses one node's
@@ -1293,9 +1305,19 @@ fn caught_on(
     options: &cluster::ClusterOptions,
     caught: impl Fn(&cluster::ClusterOutcome) -> bool,
 ) -> Vec<u64> {
-    seeds
-        .filter(|&seed| caught(&cluster::run_cluster_seed(seed, options)))
-        .collect()
+    let caught: Vec<u64> = seeds
+        .clone()
+        .filter(|&seed| {
+            let outcome = cluster::run_cluster_seed(seed, options);
+            if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
+                eprintln!("seed {seed}:\n  {}", outcome.nemesis.join("\n  "));
+                eprintln!("  {}", outcome.summary());
+            }
+            caught(&outcome)
+        })
+        .collect();
+    eprintln!("caught in {} of seeds {seeds:?}: {caught:?}", caught.len());
+    caught
 }
 
 /// Lost-write on the leader or on any final ISR member.
@@ -1332,6 +1354,33 @@ fn replicated_follower_acknowledging_before_sync_is_caught() {
         caught.len() >= 3,
         "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
     );
+}
+
+/// ... on followers that truncate to their own high watermark whenever they start following
+/// a leader epoch (Kafka before KIP-101): when the leader and then the new leader fail
+/// together, a follower whose high watermark lagged the leader's drops records the leader
+/// had committed, and is elected before it could fetch them again (five nodes, so that two
+/// may fail together).
+#[test]
+fn replicated_follower_truncating_by_high_watermark_is_caught() {
+    let mut options = replicated_five_nodes();
+    options.bugs.replica.follower_truncates_by_high_watermark = true;
+    // The window is narrow (two failures together, the first fenced before the second, and
+    // the follower's high watermark behind the leader's by what was just acknowledged):
+    // caught in 6 of these 200 seeds.
+    let seeds = 1..201;
+    let caught = caught_on(seeds.clone(), &options, lost_write);
+    assert!(
+        caught.len() >= 3,
+        "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
+    );
+}
+
+fn replicated_five_nodes() -> cluster::ClusterOptions {
+    cluster::ClusterOptions {
+        nodes: 5,
+        ..replicated()
+    }
 }
 
 fn replicated() -> cluster::ClusterOptions {
@@ -1447,7 +1496,7 @@ fn cluster_quorum_vote_twice_is_caught() {
         },
         ..cluster::ClusterOptions::default()
     };
-    let seeds = 1..21;
+    let seeds = 1..61;
     let caught: Vec<u64> = seeds
         .clone()
         .filter(|&seed| {

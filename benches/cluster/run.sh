@@ -8,6 +8,9 @@
 #      topic's partitions spread over them.
 # All the processes share this machine's cores, so the second figure measures the cost of
 # spreading (three processes, more connections, smaller batches per broker), not scaling.
+# Replication (RF 3, acks=all with min.insync.replicas 2), its latency, the brokers' CPU and
+# the disk-derived goal come from `SAMSA_BENCH_BROKERS=3 cargo bench --bench rdkafka_bench`
+# (benches/cluster/replicated.rs).
 #
 #   benches/cluster/run.sh            # NUM_RECORDS (default 2,000,000) per run
 #

@@ -175,11 +175,29 @@ async fn fetch_from(broker: Arc<Broker>, leader: i32, epoch: BrokerEpoch, stop: 
     let backoff = Duration::from_millis(settings.replica_fetch_backoff_ms);
     let node_id = broker.config.node_id;
     let mut connection: Option<Connection> = None;
+    // The planted follower_truncates_by_high_watermark: the (partition, leader epoch) pairs
+    // already truncated to the high watermark.
+    let mut truncated_by_high_watermark: BTreeMap<(Uuid, i32), i32> = BTreeMap::new();
     tracing::debug!(node_id, leader, "replica fetcher started");
     while !stop.is_set() {
         let partitions = followed(&broker, leader).await;
         if partitions.is_empty() {
             break;
+        }
+        if broker
+            .config
+            .bugs
+            .replica
+            .follower_truncates_by_high_watermark
+        {
+            for (key, partition) in &partitions {
+                let epoch = partition.leader_epoch();
+                if truncated_by_high_watermark.insert(*key, epoch) != Some(epoch) {
+                    let to = partition.high_watermark().min(partition.log_end_offset());
+                    tracing::info!(topic = %partition.topic, partition = partition.index, epoch, to, log_end = partition.log_end_offset(), "planted: a new follower truncates to its high watermark");
+                    let _ = partition.truncate_as_follower(to).await;
+                }
+            }
         }
         if connection.as_ref().is_none_or(|c| c.is_broken()) {
             connection = None;
@@ -301,7 +319,7 @@ async fn fetch_once(
             let Some(partition) = partitions.get(&(topic.topic_id, data.partition_index)) else {
                 continue;
             };
-            match apply(broker, partition, data).await {
+            match apply(partition, data).await {
                 Ok(()) => progress = true,
                 Err(why) => {
                     tracing::debug!(topic = %partition.topic, partition = partition.index, why, "replica fetch of a partition failed")
@@ -314,7 +332,6 @@ async fn fetch_once(
 
 /// Carries out one partition's part of a fetch answer.
 async fn apply(
-    broker: &Broker,
     partition: &Partition,
     data: crate::protocol::fetch::PartitionData,
 ) -> Result<(), String> {
@@ -344,16 +361,7 @@ async fn apply(
         };
         let local = partition.log().end_offset_for_epoch(leader.epoch).await;
         let log_end = partition.log_end_offset();
-        let to = if broker
-            .config
-            .bugs
-            .replica
-            .follower_truncates_by_high_watermark
-        {
-            partition.high_watermark().min(log_end)
-        } else {
-            super::follower::truncation_offset(leader, local, log_end)
-        };
+        let to = super::follower::truncation_offset(leader, local, log_end);
         tracing::info!(
             topic = %partition.topic,
             partition = partition.index,

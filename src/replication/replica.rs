@@ -169,8 +169,10 @@ pub struct ReplicaBugs {
     /// A follower fetches again before its appended batches are synced, so its fetch offset
     /// acknowledges what a power loss can take.
     pub follower_acks_before_sync: bool,
-    /// A follower truncates to its high watermark when the leader says it diverges, instead
-    /// of to where the leader's epoch ends.
+    /// A follower truncates its log to its own high watermark whenever it starts following a
+    /// leader epoch (Kafka before KIP-101), instead of only where the leader's DivergingEpoch
+    /// says it diverges: records above a stale high watermark that the leader had committed
+    /// are gone from it, and lost if it is elected before it fetches them again.
     pub follower_truncates_by_high_watermark: bool,
 }
 
