@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, KraftSettings};
+use samsa::broker::config::{BrokerBugs, BrokerConfig, Endpoint, GroupSettings, KraftSettings};
 use samsa::broker::metadata_publisher::PublishObserver;
 use samsa::broker::node::{Node, NodeObservers};
 use samsa::broker::server::Serving;
@@ -296,9 +296,12 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
         log_flush: options.flush,
         num_partitions: PARTITIONS,
         bugs: options.bugs,
-        // `__consumer_offsets` keeps one replica: the coordinator over a replicated offsets
-        // topic is step 12's (issue 17).
-        groups: groups::broker_settings(),
+        // `__consumer_offsets` replicated as the workload's topic is (created once that many
+        // brokers are alive).
+        groups: GroupSettings {
+            offsets_topic_replication_factor: factor,
+            ..groups::broker_settings()
+        },
         advertised_listeners: vec![Endpoint {
             name: "PLAINTEXT".to_string(),
             host: node_ip(id).to_string(),
@@ -1258,7 +1261,13 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             let replica = final_image
                 .as_ref()
                 .and_then(|i| i.partition(groups::GROUP_TOPIC, *partition))
-                .and_then(|r| r.replicas.first().copied());
+                // Replicated: its leader, else an ISR member (each holds what was committed).
+                .and_then(|r| {
+                    Some(r.leader)
+                        .filter(|l| *l >= 0)
+                        .or_else(|| r.isr.first().copied())
+                        .or_else(|| r.replicas.first().copied())
+                });
             let Some(replica) = replica else {
                 problems.push(format!(
                     "group: {}-{partition} has a high watermark but no image holds it",

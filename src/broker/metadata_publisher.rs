@@ -176,11 +176,20 @@ impl MetadataPublisher {
             let leads = leads || keep;
             changed += usize::from(partition.is_leading() != leads);
             leading += usize::from(leads);
-            if leads && !partition.is_leading() && partition.topic == OFFSETS_TOPIC {
-                regained.push(partition.clone());
-            }
-            if !leads && partition.is_leading() && partition.topic == OFFSETS_TOPIC {
-                lost.push(partition.index);
+            // Leading still (or again), but at a new leader epoch: another leader may have
+            // led it in between, unseen by this broker (cut off from the quorum, it applies
+            // the newer image at once), and written groups this broker's shard never saw.
+            // Kafka's coordinator reloads on every election; so does this one.
+            let epoch_moved = leads
+                && partition.is_leading()
+                && registration.is_some_and(|p| p.leader_epoch != partition.leader_epoch());
+            if partition.topic == OFFSETS_TOPIC {
+                if leads && (!partition.is_leading() || epoch_moved) {
+                    regained.push(partition.clone());
+                }
+                if partition.is_leading() && (!leads || epoch_moved) {
+                    lost.push(partition.index);
+                }
             }
             if !keep {
                 // A fenced or unregistered broker neither leads nor follows.

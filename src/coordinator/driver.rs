@@ -29,7 +29,7 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot, Mutex, Notify};
 
 use crate::broker::config::GroupSettings;
-use crate::broker::partition::{Partition, ReadBound};
+use crate::broker::partition::{Partition, PartitionError, ReadBound};
 use crate::broker::topics::{NewTopic, TopicError, Topics};
 use crate::coordinator::group::{Now, Token};
 use crate::coordinator::records::partition_for;
@@ -71,8 +71,6 @@ pub struct Shared {
     /// The origin of the shards' monotonic milliseconds: their timers run on `rt::time`,
     /// which never jumps.
     origin: time::Instant,
-    /// Brokers alive in the cluster (a single node: itself).
-    alive_brokers: i16,
     inner: Mutex<Inner>,
     /// Wakes the timer loop when a step may have moved a deadline earlier.
     wake: Notify,
@@ -122,7 +120,6 @@ impl GroupCoordinator {
                 bugs,
                 clock,
                 origin: time::now(),
-                alive_brokers: 1,
                 inner: Mutex::new(Inner::default()),
                 wake: Notify::new(),
             }),
@@ -133,15 +130,21 @@ impl GroupCoordinator {
         &self.shared.settings
     }
 
-    /// Creates `__consumer_offsets` if it does not exist and enough brokers are alive
-    /// (Kafka waits for `offsets.topic.replication.factor` of them), and loads its shards if
-    /// they are not loaded. `Err` is the code FindCoordinator answers meanwhile.
-    pub async fn ensure_started(&self, topics: &Topics) -> Result<(), ErrorCode> {
+    /// Creates `__consumer_offsets` with `offsets.topic.replication.factor` replicas if it
+    /// does not exist, once that many brokers are alive (`alive_brokers`: the unfenced
+    /// brokers of the image, or 1 for a single node; Kafka waits the same way), and loads its
+    /// shards if they are not loaded. `Err` is the code FindCoordinator answers meanwhile.
+    pub async fn ensure_started(
+        &self,
+        topics: &Topics,
+        alive_brokers: usize,
+    ) -> Result<(), ErrorCode> {
         if self.shared.inner.lock().await.partitions.is_some() {
             return Ok(());
         }
         if topics.get(OFFSETS_TOPIC).await.is_none() {
-            if self.shared.alive_brokers < self.shared.settings.offsets_topic_replication_factor {
+            let factor = self.shared.settings.offsets_topic_replication_factor;
+            if alive_brokers < usize::try_from(factor).unwrap_or(usize::MAX) {
                 return Err(ErrorCode::COORDINATOR_NOT_AVAILABLE);
             }
             let mut overrides = BTreeMap::new();
@@ -155,7 +158,7 @@ impl GroupCoordinator {
                     id: None,
                     name: OFFSETS_TOPIC.to_string(),
                     partitions: Some(self.shared.settings.offsets_topic_num_partitions),
-                    replication_factor: Some(self.shared.alive_brokers),
+                    replication_factor: Some(factor),
                     overrides,
                 })
                 .await;
@@ -512,18 +515,32 @@ impl Shared {
             u64::try_from(self.settings.offsets_commit_timeout_ms).unwrap_or(5_000),
         );
         while let Some((id, pending)) = rx.recv().await {
+            // Durable here, then on the ISR (Kafka's coordinator appends with acks=-1): a
+            // commit answered before its followers hold it could be lost to a failover.
             let acknowledged = time::timeout(timeout, async {
+                let mut last_offset = None;
                 for p in pending {
-                    partition.acknowledge(p).await?;
+                    last_offset = Some(partition.acknowledge(p).await?.last_offset);
                 }
-                Ok::<(), crate::broker::partition::PartitionError>(())
+                if let Some(last_offset) = last_offset {
+                    partition.wait_replicated(last_offset).await?;
+                }
+                Ok::<(), PartitionError>(())
             })
             .await;
             let result = match acknowledged {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, partition = index, "a write to {OFFSETS_TOPIC} did not become durable");
-                    Err(ErrorCode::NOT_COORDINATOR)
+                    // As Kafka's coordinator maps them: too few replicas is a wait, a lost
+                    // leadership sends the client to the new coordinator.
+                    Err(match e {
+                        PartitionError::NotEnoughReplicas { .. }
+                        | PartitionError::NotEnoughReplicasAfterAppend { .. } => {
+                            ErrorCode::COORDINATOR_NOT_AVAILABLE
+                        }
+                        _ => ErrorCode::NOT_COORDINATOR,
+                    })
                 }
                 Err(_) => Err(ErrorCode::REQUEST_TIMED_OUT),
             };
@@ -600,6 +617,11 @@ impl Shared {
                 }
             }
             offset = read.next_offset;
+        }
+        // An empty log needs no read, and only a read checks leadership: a follower must not
+        // open a shard (it would stay open, empty, when this broker is elected later).
+        if failed.is_none() && !partition.is_leading() {
+            failed = Some("this broker does not lead the partition".to_string());
         }
         if let Some(why) = failed {
             tracing::warn!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable until this broker leads the partition again");

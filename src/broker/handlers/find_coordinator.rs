@@ -36,7 +36,11 @@ pub async fn handle(
     let mut found = Vec::new();
     for key in keys {
         let outcome = match request.key_type {
-            KEY_TYPE_GROUP => match broker.coordinator.ensure_started(&broker.topics).await {
+            KEY_TYPE_GROUP => match broker
+                .coordinator
+                .ensure_started(&broker.topics, cluster_view::live_brokers(broker).len())
+                .await
+            {
                 Ok(()) => Ok(()),
                 Err(code) => Err((
                     code,

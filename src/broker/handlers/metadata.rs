@@ -110,7 +110,10 @@ async fn topic_by_name(
         if name == crate::coordinator::driver::OFFSETS_TOPIC
             && broker
                 .coordinator
-                .ensure_started(&broker.topics)
+                .ensure_started(
+                    &broker.topics,
+                    crate::broker::cluster_view::live_brokers(broker).len(),
+                )
                 .await
                 .is_ok()
         {
