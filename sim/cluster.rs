@@ -137,6 +137,12 @@ pub struct ClusterOptions {
     /// Mute one broker's heartbeats from `after_ms` for `for_ms` (the fencing window the
     /// planted bug needs), besides the nemesis.
     pub mute: Option<(u64, u64)>,
+    /// From `after_ms`, a planted sequence that leaves leaders alone in their ISRs and then
+    /// fails them (the window a leader acknowledging below `min.insync.replicas` needs, five
+    /// nodes or more): two nodes cut off from the others for `LONE_LEADER_CUT_MS`, so that
+    /// their partitions' ISRs shrink to a lone leader; then, as they come back, a third node
+    /// killed, restarted `LONE_LEADER_KILL_MS` later, so that the ELR elects one of the two.
+    pub lone_leader: Option<u64>,
     pub bugs: BrokerBugs,
     /// Sync before ack (the default), or a page-cache mode for the checker's broken option.
     pub flush: FlushPolicy,
@@ -176,6 +182,7 @@ impl Default for ClusterOptions {
             crash_modes: vec![CrashMode::Process, CrashMode::PowerLossDropUnsynced],
             nemesis: true,
             mute: None,
+            lone_leader: None,
             bugs: BrokerBugs::default(),
             flush: FlushPolicy::SyncBeforeAck,
             groups: Some(GroupOptions::default()),
@@ -338,6 +345,8 @@ struct Shared {
     muted: Arc<BTreeMap<i32, AtomicBool>>,
     /// Per node: it halted and needs a restart.
     needs_restart: Arc<BTreeMap<i32, AtomicBool>>,
+    /// Per node: its latest graceful stop (SIGTERM) has finished, cleanly or not.
+    stopped: Arc<BTreeMap<i32, AtomicBool>>,
     /// Every start's (node id, incarnation id), in start order.
     incarnations: Arc<Mutex<Vec<(i32, Uuid)>>>,
     /// The metadata quorum's history: each replica's epochs, leaderships and truncations,
@@ -363,6 +372,9 @@ async fn member(
     clock: Clock,
     (shared, epochs): (Shared, AppliedEpochs),
 ) {
+    if let Some(flag) = shared.stopped.get(&id) {
+        flag.store(false, Ordering::Release);
+    }
     let halt = |why: String| {
         shared.notes.note(0, format!("node {id}: {why}"));
         if let Some(flag) = shared.needs_restart.get(&id) {
@@ -516,6 +528,9 @@ async fn member(
             match node.shutdown().await {
                 Ok(()) => shared.notes.note(0, format!("node {id}: stopped cleanly")),
                 Err(e) => shared.notes.note(0, format!("node {id}: clean stop failed: {e}")),
+            }
+            if let Some(flag) = shared.stopped.get(&id) {
+                flag.store(true, Ordering::Release);
             }
         }
     }
@@ -813,6 +828,12 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                 .map(|id| (id, AtomicBool::new(false)))
                 .collect(),
         ),
+        stopped: Arc::new(
+            node_ids
+                .clone()
+                .map(|id| (id, AtomicBool::new(false)))
+                .collect(),
+        ),
         incarnations: Arc::new(Mutex::new(Vec::new())),
         quorum: Arc::new(Mutex::new(QuorumHistory::default())),
         raft_handles: Arc::new(Mutex::new(BTreeMap::new())),
@@ -956,10 +977,75 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         )
     });
     let mute_target = 1 + rng.gen_range(0..options.nodes);
+    // The planted lone-leader sequence: (when, step), steps 0 (cut two), 1 (bring them back,
+    // kill a third), 2 (restart it).
+    let mut lone_leader = options
+        .lone_leader
+        .map(|after_ms| (start + Duration::from_millis(after_ms), 0u8));
+    // Aimed at one workload partition: its two followers cut off, then its leader killed.
+    let mut lone_cut = ([0, 0], 0);
     while time::now() < safety_end {
         time::sleep(Duration::from_millis(10)).await;
         let now = time::now();
         restart_halted(&mut nemesis);
+        if let Some((at, step)) = lone_leader.as_mut() {
+            if now >= *at {
+                let cut = |clog: bool, [a, b]: [i32; 2]| {
+                    for target in [a, b] {
+                        for other in node_ids.clone().filter(|o| *o != a && *o != b) {
+                            for (from, to) in [(target, other), (other, target)] {
+                                if clog {
+                                    net.clog_link(nodes[&from].id(), nodes[&to].id());
+                                } else {
+                                    net.unclog_link(nodes[&from].id(), nodes[&to].id());
+                                }
+                            }
+                        }
+                    }
+                };
+                if *step == 0 {
+                    let partition = rng.gen_range(0..PARTITIONS);
+                    let aim = lock(&shared.image)
+                        .as_ref()
+                        .and_then(|i| i.partition(TOPIC, partition).cloned())
+                        .filter(|p| p.replicas.len() == 3 && p.leader >= 0);
+                    let Some(p) = aim else {
+                        *at = now + Duration::from_millis(200);
+                        continue;
+                    };
+                    let followers: Vec<i32> = p
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| *r != p.leader)
+                        .collect();
+                    lone_cut = ([followers[0], followers[1]], p.leader);
+                }
+                let ([a, b], killed) = lone_cut;
+                let text = match *step {
+                    0 => {
+                        cut(true, [a, b]);
+                        *at = now + Duration::from_millis(LONE_LEADER_CUT_MS);
+                        format!("cut nodes {a} and {b} off (planted)")
+                    }
+                    1 => {
+                        cut(false, [a, b]);
+                        handle.kill(nodes[&killed].id());
+                        *at = now + Duration::from_millis(LONE_LEADER_KILL_MS);
+                        format!("reconnect nodes {a} and {b}, kill node {killed} (planted)")
+                    }
+                    _ => {
+                        handle.restart(nodes[&killed].id());
+                        lone_leader = None;
+                        format!("restart node {killed} (planted)")
+                    }
+                };
+                if let Some((_, step)) = lone_leader.as_mut() {
+                    *step += 1;
+                }
+                event(&mut nemesis, &shared.notes, text);
+            }
+        }
         if let Some((from, until, on)) = planted_mute.as_mut() {
             if !*on && now >= *from {
                 *on = true;
@@ -981,7 +1067,16 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             }
         }
         if let Some((at, fault)) = &undo {
-            if now >= *at {
+            // A node stopped gracefully is restarted once its stop finished (as a supervisor
+            // restarts a process once it exited), or after GRACEFUL_STOP_WAIT_MS_MAX.
+            let stopping = match fault {
+                Fault::Stopped(id) => {
+                    !shared.stopped[id].load(Ordering::Acquire)
+                        && now < *at + Duration::from_millis(GRACEFUL_STOP_WAIT_MS_MAX)
+                }
+                _ => false,
+            };
+            if now >= *at && !stopping {
                 let text = heal(fault, &handle, &net, &nodes, &disks, &clients, &shared);
                 event(&mut nemesis, &shared.notes, text);
                 undo = None;
@@ -1010,6 +1105,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         let fault = match rng.gen_range(0..kinds) {
             0 => {
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+                let mode = bounded_power_loss(mode, &options, &shared);
                 handle.kill(nodes[&target].id());
                 disks[&target].crash(mode, &mut rng);
                 Fault::Killed(target, mode)
@@ -1048,6 +1144,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
                 let other = 1 + (target + rng.gen_range(0..options.nodes - 1)) % options.nodes;
                 assert_ne!(other, target);
                 let mode = options.crash_modes[rng.gen_range(0..options.crash_modes.len())];
+                let mode = bounded_power_loss(mode, &options, &shared);
                 let other_mode = match options.flush {
                     FlushPolicy::SyncBeforeAck => {
                         options.crash_modes[rng.gen_range(0..options.crash_modes.len())]
@@ -1097,6 +1194,26 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             now + Duration::from_millis(rng.gen_range(300..2_500)),
             fault,
         ));
+    }
+    // A planted lone-leader sequence cut short by the end of the safety phase is undone.
+    if let Some((_, step)) = lone_leader.take() {
+        let ([a, b], killed) = lone_cut;
+        if step >= 1 {
+            for target in [a, b] {
+                for other in node_ids.clone() {
+                    net.unclog_link(nodes[&target].id(), nodes[&other].id());
+                    net.unclog_link(nodes[&other].id(), nodes[&target].id());
+                }
+            }
+        }
+        if step >= 2 {
+            handle.restart(nodes[&killed].id());
+        }
+        event(
+            &mut nemesis,
+            &shared.notes,
+            format!("end the planted sequence at step {step}"),
+        );
     }
     if let Some((_, fault)) = undo.take() {
         let text = heal(&fault, &handle, &net, &nodes, &disks, &clients, &shared);
@@ -1389,6 +1506,29 @@ fn replicas_disagree(a: &samsa_spec::FinalLog, b: &samsa_spec::FinalLog) -> Opti
     None
 }
 
+/// `mode`, or a process crash where a power loss would exceed the page-cache suite's bound
+/// (at most `min.insync.replicas` - 1 = one ISR member losing power at once): a node that
+/// lost power holds its partitions' records again only once it is back in their ISRs, so
+/// another power loss waits until every workload partition's ISR is whole.
+fn bounded_power_loss(mode: CrashMode, options: &ClusterOptions, shared: &Shared) -> CrashMode {
+    if !mode.loses_power() || matches!(options.flush, FlushPolicy::SyncBeforeAck) {
+        return mode;
+    }
+    let image = lock(&shared.image).clone();
+    let whole = image.is_some_and(|image| {
+        (0..PARTITIONS).all(|p| {
+            image
+                .partition(TOPIC, p)
+                .is_some_and(|p| p.isr.len() == p.replicas.len())
+        })
+    });
+    if whole {
+        mode
+    } else {
+        CrashMode::Process
+    }
+}
+
 #[derive(Debug)]
 enum Fault {
     Killed(i32, CrashMode),
@@ -1492,6 +1632,17 @@ pub const CLUSTER_SEEDS_DEFAULT: u64 = 200;
 /// command. Every broker must have answered admin requests over the suite.
 /// Seeds of the replicated suites in CI (`MADSIM_TEST_NUM` sets more).
 pub const REPLICATED_SEEDS_DEFAULT: u64 = 100;
+
+/// How long the planted lone-leader sequence cuts its two nodes off: above the suites'
+/// `replica.lag.time.max.ms` and broker session timeout, so the ISRs shrink.
+const LONE_LEADER_CUT_MS: u64 = 4_000;
+/// How long its third node stays down.
+const LONE_LEADER_KILL_MS: u64 = 2_000;
+
+/// The longest the nemesis waits for a node's graceful stop to finish before it restarts
+/// the node anyway: above the broker's controlled-shutdown wait, so that a stop the
+/// controller answers completes (and leaves its clean-shutdown marker).
+const GRACEFUL_STOP_WAIT_MS_MAX: u64 = 2 * samsa::broker::node::CONTROLLED_SHUTDOWN_WAIT_MS_MAX;
 
 pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_count: u64) {
     let range = crate::harness::seeds(default_count);

@@ -62,6 +62,11 @@ pub struct Lifecycle {
     config: LifecycleConfig,
     state: BrokerState,
     epoch: Option<i64>,
+    /// What the next registration names as `PreviousBrokerEpoch` (KIP-966): the epoch this
+    /// process last held, or, before its first registration, the epoch of the clean
+    /// shutdown that preceded it (-1 after an unclean one). The controller takes a broker
+    /// whose value differs from its last registration's epoch out of every ELR.
+    previous_epoch: i64,
     in_flight: bool,
     next_send_ms: u64,
     metadata_offset: i64,
@@ -71,10 +76,12 @@ pub struct Lifecycle {
 
 impl Lifecycle {
     pub fn new(config: LifecycleConfig) -> Lifecycle {
+        let previous_epoch = config.registration.previous_broker_epoch;
         Lifecycle {
             config,
             state: BrokerState::Starting,
             epoch: None,
+            previous_epoch,
             in_flight: false,
             next_send_ms: 0,
             metadata_offset: -1,
@@ -140,7 +147,10 @@ impl Lifecycle {
         self.in_flight = true;
         Some(match (&self.state, self.epoch) {
             (BrokerState::Starting, _) | (_, None) => {
-                Outgoing::Register(self.config.registration.clone())
+                Outgoing::Register(BrokerRegistrationRequest {
+                    previous_broker_epoch: self.previous_epoch,
+                    ..self.config.registration.clone()
+                })
             }
             (state, Some(epoch)) => Outgoing::Heartbeat(BrokerHeartbeatRequest {
                 broker_id: self.config.registration.broker_id,
@@ -186,6 +196,9 @@ impl Lifecycle {
                     "a registration without an epoch"
                 );
                 self.epoch = Some(response.broker_epoch);
+                // A later registration of this process (after a stale epoch) follows no
+                // crash: its logs are whole, so it names this epoch and stays eligible.
+                self.previous_epoch = response.broker_epoch;
                 if self.state == BrokerState::Starting {
                     self.state = BrokerState::Recovery;
                 }

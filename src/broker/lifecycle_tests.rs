@@ -109,10 +109,32 @@ fn lifecycle_registers_again_after_a_stale_epoch_and_follows_fencing() {
     );
     assert_eq!(l.state(), &BrokerState::Starting);
     assert_eq!(l.epoch(), None);
-    assert!(matches!(
-        l.poll(2 * HEARTBEAT_MS + BACKOFF_MS),
-        Some(Outgoing::Register(_))
-    ));
+    match l.poll(2 * HEARTBEAT_MS + BACKOFF_MS) {
+        // The same process re-registers: no crash came between, so it names the epoch it
+        // held and stays eligible for election from the ELR (KIP-966).
+        Some(Outgoing::Register(r)) => assert_eq!(r.previous_broker_epoch, 7),
+        other => panic!("expected a registration, got {other:?}"),
+    }
+}
+
+#[test]
+fn lifecycle_first_registration_names_the_clean_shutdown_epoch_or_none() {
+    for previous in [-1, 42] {
+        let mut l = Lifecycle::new(LifecycleConfig {
+            registration: BrokerRegistrationRequest {
+                broker_id: NodeId(3),
+                cluster_id: "c".into(),
+                previous_broker_epoch: previous,
+                ..Default::default()
+            },
+            heartbeat_interval_ms: HEARTBEAT_MS,
+            retry_backoff_ms: BACKOFF_MS,
+        });
+        match l.poll(0) {
+            Some(Outgoing::Register(r)) => assert_eq!(r.previous_broker_epoch, previous),
+            other => panic!("expected a registration, got {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -13,6 +13,7 @@
 
 // @broker-modules (one line per module; helpers add theirs below their marker)
 // @config
+pub mod clean_shutdown;
 pub mod cluster_view;
 pub mod config;
 pub mod meta;

@@ -27,6 +27,7 @@
 
 use std::sync::Arc;
 
+use crate::broker::clean_shutdown;
 use crate::broker::config::BrokerConfig;
 use crate::broker::controller_channel::ControllerChannel;
 use crate::broker::lifecycle::{BrokerState, LifecycleConfig};
@@ -80,6 +81,8 @@ pub struct Node {
     parts: Parts,
     lifecycle_task: JoinHandle<()>,
     publisher_task: JoinHandle<()>,
+    /// Keeps the clean-shutdown marker at the current epoch under sync-before-ack.
+    marker_task: JoinHandle<()>,
     /// The replica fetchers, the ISR change sender and their housekeeping.
     replication: crate::replication::fetcher::Replication,
     stop: Arc<Latch>,
@@ -177,7 +180,15 @@ impl Node {
         )
         .await
         .map_err(|e| BrokerError::Metadata(format!("the metadata quorum: {e}")))?;
-        let registration = registration(&broker.config, &cluster_id);
+        // Taken (and removed) before the first registration: a crash of this run must not
+        // pass for the clean stop of the last one.
+        let previous_broker_epoch = clean_shutdown::take(&broker.disk)
+            .await
+            .map_err(|e| BrokerError::Meta(e.to_string()))?;
+        let registration = BrokerRegistrationRequest {
+            previous_broker_epoch,
+            ..registration(&broker.config, &cluster_id)
+        };
         let mut controller_config =
             ControllerConfig::new(node_id, &cluster_id, crate::rt::rand::random_u64());
         controller_config.colocated_broker = Some((node_id, registration.incarnation_id));
@@ -287,6 +298,11 @@ impl Node {
             lifecycle.clone(),
             stop.clone(),
         ));
+        let marker_task = task::spawn(keep_running_marker(
+            broker.clone(),
+            lifecycle.clone(),
+            stop.clone(),
+        ));
         let unfenced = parts
             .unless_stopped(
                 "waiting to be unfenced",
@@ -335,6 +351,7 @@ impl Node {
             parts,
             lifecycle_task,
             publisher_task,
+            marker_task,
             replication,
             stop,
         })
@@ -371,11 +388,63 @@ impl Node {
         let _ = self.lifecycle_task.await;
         self.stop.set();
         let _ = self.publisher_task.await;
+        let _ = self.marker_task.await;
         self.controller.shutdown().await;
         let _ = self.parts.controller_task.await;
         self.raft.shutdown().await;
         let _ = self.parts.raft_task.await;
-        self.broker.close().await
+        let epoch = self.lifecycle.status().epoch;
+        self.broker.close().await?;
+        // Last, once every log is closed and synced: the next start proves this clean stop
+        // by registering with this epoch (KIP-966), and stays eligible from the ELR.
+        if let Some(epoch) = epoch {
+            clean_shutdown::write(&self.broker.disk, epoch)
+                .await
+                .map_err(|e| BrokerError::Meta(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// How often the marker task looks for a new broker epoch when nothing wakes it.
+const RUNNING_MARKER_POLL_MS: u64 = 1_000;
+
+/// Under sync-before-ack, writes the clean-shutdown marker for every epoch the broker
+/// registers under, so that a crash does not cost it its place in the ELRs (see
+/// `clean_shutdown`); stops at `stop`, or for good once a page-cache log opened.
+async fn keep_running_marker(broker: Arc<Broker>, lifecycle: LifecycleHandle, stop: Arc<Latch>) {
+    if broker.config.log_flush != crate::log::FlushPolicy::SyncBeforeAck {
+        return;
+    }
+    let mut claimed: Option<i64> = None;
+    loop {
+        let status = tokio::select! {
+            biased;
+            _ = stop.wait() => return,
+            status = lifecycle.wait_for(
+                Duration::from_millis(RUNNING_MARKER_POLL_MS),
+                |s| s.epoch.is_some() && s.epoch != claimed,
+            ) => status,
+        };
+        let Ok(crate::broker::lifecycle_driver::LifecycleStatus {
+            epoch: Some(epoch), ..
+        }) = status
+        else {
+            continue;
+        };
+        match broker
+            .health
+            .running_marker
+            .claim(&broker.disk, epoch)
+            .await
+        {
+            Ok(true) => claimed = Some(epoch),
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot keep the clean-shutdown marker; a crash will count as unclean");
+                crate::rt::time::sleep(Duration::from_millis(RUNNING_MARKER_POLL_MS)).await;
+            }
+        }
     }
 }
 

@@ -146,10 +146,13 @@ impl std::error::Error for PartitionError {}
 
 /// Shared by every partition of a log directory: set when one of their logs fails with an
 /// IO error. Kafka stops a broker whose only log directory failed; the owner of the broker
-/// (the `samsa broker` command, the simulated node) waits on it and exits.
+/// (the `samsa broker` command, the simulated node) waits on it and exits. It also keeps
+/// whether the directory's logs may claim to be clean while the process runs
+/// ([`RunningMarker`]).
 #[derive(Debug, Default)]
 pub struct LogDirHealth {
     failed: Latch,
+    pub running_marker: crate::broker::clean_shutdown::RunningMarker,
 }
 
 impl LogDirHealth {

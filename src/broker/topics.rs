@@ -1048,17 +1048,26 @@ async fn open_partition(
             .await
             .map_err(io_error("write", &metadata))?;
     }
-    let (log, report) = Log::open(
-        disk.clone(),
-        &partition_dir,
-        config.to_log_config(broker),
-        clock.clone(),
-    )
-    .await
-    .map_err(|source| TopicError::Log {
-        name: name.to_string(),
-        source,
-    })?;
+    let log_config = config.to_log_config(broker);
+    if log_config.flush != crate::log::FlushPolicy::SyncBeforeAck {
+        // Before the log can acknowledge from the page cache, this process stops claiming
+        // that a crash would lose nothing acknowledged (see `clean_shutdown`).
+        health
+            .running_marker
+            .page_cache_log_opens(disk)
+            .await
+            .map_err(|e| TopicError::Io {
+                op: "remove",
+                path: crate::broker::clean_shutdown::CLEAN_SHUTDOWN_MARKER.to_string(),
+                source: e.source,
+            })?;
+    }
+    let (log, report) = Log::open(disk.clone(), &partition_dir, log_config, clock.clone())
+        .await
+        .map_err(|source| TopicError::Log {
+            name: name.to_string(),
+            source,
+        })?;
     if !report.clean_shutdown && (report.batches_scanned > 0 || report.truncated.is_some()) {
         tracing::info!(
             topic = name,

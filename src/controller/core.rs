@@ -38,16 +38,19 @@
 //!   is refused at once, not queued.
 //!
 //! Partitions (Kafka's `ReplicationControlManager` and `PartitionChangeBuilder`):
-//! - a leader is elected only from the ISR, the first usable replica in replica order; a
-//!   broker fenced or shutting down leaves every ISR it is in, except as its last member (kept
-//!   so that the partition's data is not forgotten);
+//! - a leader is elected only from the ISR, the first usable replica in replica order, or,
+//!   when the ISR is empty, from the ELR (KIP-966), whose member then becomes the whole ISR;
+//!   a broker fenced or shutting down leaves every ISR it is in, the last member too (it
+//!   joins the ELR, so the ISR may be empty); a broker that registers without naming the
+//!   epoch of a clean stop leaves every ELR; once both are empty, the last leader (kept as
+//!   the last known ELR when the ISR emptied) leads alone, RECOVERING, when it is back
+//!   (KIP-966's balanced recovery);
 //! - the ISR changes otherwise only by AlterPartition from the partition's leader at its
 //!   current leader and partition epochs, to a set of eligible replicas that holds the leader
 //!   (KIP-497, KIP-841, KIP-903);
 //! - the ELR (KIP-966) is empty while the ISR has at least the topic's `min.insync.replicas`;
 //!   below it, the members an ISR change removes join the ELR and those it adds leave it, and a
-//!   change of `min.insync.replicas` clears the ELRs it concerns (as Kafka does). The ELR is
-//!   kept but not yet elected from.
+//!   change of `min.insync.replicas` clears the ELRs it concerns (as Kafka does).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -1092,12 +1095,20 @@ impl Controller {
             log_dirs: r.log_dirs.clone(),
         };
         let mut records = Vec::new();
+        let existing = active.working.brokers.get(&broker_id).cloned();
         // A re-registration while the old incarnation still leads partitions fences it first,
         // so nothing is led by an epoch that no longer exists.
-        if let Some(existing) = active.working.brokers.get(&broker_id) {
-            if !existing.fenced {
-                records = self.fence_records(broker_id);
-            }
+        if existing.as_ref().is_some_and(|b| !b.fenced) {
+            records = self.fence_records(broker_id);
+        }
+        // KIP-966: a broker that does not name its last epoch as the one it stopped cleanly
+        // under crashed, and may have lost what it held unsynced: it leaves every ELR (and
+        // any ISR) for the last known ELR, so that it is never elected on its word alone.
+        if existing.is_some_and(|b| b.epoch != r.previous_broker_epoch) {
+            let unclean = self.scratch_records(&records, |c| {
+                c.partition_changes_removing(broker_id, Some(broker_id))
+            });
+            records.extend(unclean);
         }
         let epoch = epoch + records.len() as i64;
         records.push(MetadataRecord::RegisterBroker(RegisterBrokerRecord {
@@ -1184,47 +1195,117 @@ impl Controller {
     }
 
     /// The change of one partition once `isr` is its ISR, electing a leader if its leader is
-    /// no longer in the ISR or not usable: the first replica, in replica order, that is in
-    /// the ISR and usable (Kafka's PartitionChangeBuilder, not yet electing from the ELR),
-    /// else none. The ELR follows the ISR ([`elr_after`]).
+    /// no longer valid, as Kafka's `PartitionChangeBuilder` does with the ELR enabled: the
+    /// ELR follows the ISR first ([`elr_after`], leaving out `unclean`, a replica that
+    /// restarted after an unclean shutdown); then the current leader stays if it is still in
+    /// the ISR and usable; else the first usable replica, in replica order, of the ISR; else,
+    /// only when the ISR is empty, the first usable one of the ELR, which becomes the whole
+    /// ISR and leaves the ELR (KIP-966: an ELR member holds everything committed); else none.
     fn partition_change(
         &self,
         topic_id: Uuid,
         index: i32,
         p: &PartitionRegistration,
-        isr: Vec<i32>,
+        mut isr: Vec<i32>,
         min_isr: usize,
+        unclean: Option<i32>,
     ) -> Option<PartitionChangeRecord> {
-        let leader = if isr.contains(&p.leader) && self.usable(p.leader) {
-            p.leader
-        } else {
+        let mut elr = elr_after(p, &isr, min_isr, unclean);
+        let first_usable = |set: &[i32]| {
             p.replicas
                 .iter()
                 .copied()
-                .find(|r| isr.contains(r) && self.usable(*r))
-                .unwrap_or(NO_LEADER)
+                .find(|r| set.contains(r) && self.usable(*r))
         };
-        change_record(topic_id, index, p, leader, isr, min_isr, None)
+        let mut recovery = None;
+        let leader = if isr.contains(&p.leader) && self.usable(p.leader) {
+            p.leader
+        } else if let Some(leader) = first_usable(&isr) {
+            leader
+        } else if isr.is_empty() {
+            if let Some(leader) = first_usable(&elr) {
+                isr = vec![leader];
+                elr.retain(|r| *r != leader);
+                leader
+            } else if let Some(leader) = elr
+                .is_empty()
+                .then(|| first_usable(&p.last_known_elr))
+                .flatten()
+            {
+                // KIP-966's balanced recovery: nobody is left who is known to hold every
+                // committed record, so the last leader, whose log is the likeliest to be the
+                // longest, leads alone, RECOVERING (KIP-704), and the ELR starts over.
+                isr = vec![leader];
+                recovery = Some(LEADER_RECOVERY_RECOVERING);
+                leader
+            } else {
+                NO_LEADER
+            }
+        } else {
+            NO_LEADER
+        };
+        // The last known ELR holds the last leader (KIP-966's last known leader), set when
+        // the ISR first empties and cleared once the partition has a leader again.
+        let last_known_elr = if leader != NO_LEADER {
+            Vec::new()
+        } else if isr.is_empty() && !p.isr.is_empty() && p.leader != NO_LEADER {
+            vec![p.leader]
+        } else {
+            p.last_known_elr.clone()
+        };
+        assert!(
+            leader == NO_LEADER || isr.contains(&leader),
+            "a leader outside the ISR"
+        );
+        assert!(
+            !elr.iter().any(|r| isr.contains(r)),
+            "a replica in both the ISR and the ELR"
+        );
+        assert!(
+            unclean.is_none_or(|u| !elr.contains(&u)),
+            "an uncleanly stopped replica kept in the ELR"
+        );
+        assert!(last_known_elr.len() <= 1, "more than one last known leader");
+        change_record(
+            topic_id,
+            index,
+            p,
+            leader,
+            isr,
+            (elr, last_known_elr),
+            recovery,
+        )
     }
 
     /// Every partition change that taking `broker_id` out of service needs: it leaves each
-    /// ISR it is in (unless it is the last member, which Kafka keeps so that the partition's
-    /// data is not forgotten; it then keeps no leader), and leadership moves or goes. A
-    /// member leaving an ISR that falls below `min.insync.replicas` joins the ELR.
+    /// ISR it is in (the last member too: the ISR may be empty, KIP-966, since the member
+    /// then joins the ELR and keeps its claim to leadership), and leadership moves or goes.
+    /// A member leaving an ISR that falls below `min.insync.replicas` joins the ELR.
     fn partition_changes_without(&self, broker_id: i32) -> Vec<MetadataRecord> {
+        self.partition_changes_removing(broker_id, None)
+    }
+
+    /// The changes of every partition whose ISR or ELR holds `broker_id` once it leaves the
+    /// ISR, and, when `unclean`, the ELR too (it restarted after an unclean shutdown and may
+    /// have lost records it held).
+    fn partition_changes_removing(
+        &self,
+        broker_id: i32,
+        unclean: Option<i32>,
+    ) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
         for topic in self.active().working.topics.values() {
             let mut min_isr = None;
             for (index, p) in &topic.partitions {
-                if !p.isr.contains(&broker_id) && p.leader != broker_id {
+                let in_elr = unclean.is_some() && p.elr.contains(&broker_id);
+                if !p.isr.contains(&broker_id) && p.leader != broker_id && !in_elr {
                     continue;
                 }
                 let min_isr = *min_isr.get_or_insert_with(|| self.min_insync_replicas(&topic.name));
-                let mut isr: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker_id).collect();
-                if isr.is_empty() {
-                    isr = p.isr.clone();
-                }
-                if let Some(change) = self.partition_change(topic.id, *index, p, isr, min_isr) {
+                let isr: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker_id).collect();
+                if let Some(change) =
+                    self.partition_change(topic.id, *index, p, isr, min_isr, unclean)
+                {
                     out.push(MetadataRecord::PartitionChange(change));
                 }
             }
@@ -1264,19 +1345,28 @@ impl Controller {
             fenced: FENCED_CHANGE_UNFENCE,
             ..BrokerRegistrationChangeRecord::default()
         };
-        // Partitions without a leader whose ISR has this broker get it as their leader.
+        // Partitions without a leader whose ISR has this broker, or whose ISR is empty and
+        // whose ELR has it, or whose ISR and ELR are empty and whose last leader it was, get
+        // it as their leader.
         self.with_broker_change(unfence, |c| {
             let mut out = Vec::new();
             for topic in c.active().working.topics.values() {
                 let mut min_isr = None;
                 for (index, p) in &topic.partitions {
-                    if p.has_leader() || !p.isr.contains(&broker_id) {
+                    let eligible = p.isr.contains(&broker_id)
+                        || (p.isr.is_empty() && p.elr.contains(&broker_id))
+                        || (p.isr.is_empty()
+                            && p.elr.is_empty()
+                            && p.last_known_elr.contains(&broker_id));
+                    if p.has_leader() || !eligible {
                         continue;
                     }
                     let min_isr =
                         *min_isr.get_or_insert_with(|| c.min_insync_replicas(&topic.name));
                     let isr = p.isr.clone();
-                    if let Some(change) = c.partition_change(topic.id, *index, p, isr, min_isr) {
+                    if let Some(change) =
+                        c.partition_change(topic.id, *index, p, isr, min_isr, None)
+                    {
                         out.push(MetadataRecord::PartitionChange(change));
                     }
                 }
@@ -1293,17 +1383,32 @@ impl Controller {
         then: impl FnOnce(&Controller) -> Vec<MetadataRecord>,
     ) -> Vec<MetadataRecord> {
         let record = MetadataRecord::BrokerRegistrationChange(change);
+        let mut records = vec![record];
+        let more = self.scratch_records(&records, then);
+        records.extend(more);
+        records
+    }
+
+    /// What `then` decides with `records` (not yet written) already in effect: they are
+    /// replayed onto the working image, at the offsets they will take, and the image is put
+    /// back after.
+    fn scratch_records(
+        &mut self,
+        records: &[MetadataRecord],
+        then: impl FnOnce(&Controller) -> Vec<MetadataRecord>,
+    ) -> Vec<MetadataRecord> {
         let active = self.active.as_mut().expect("active");
         let saved = active.working.clone();
-        let offset = active.next_offset;
         let epoch = active.epoch;
-        if let Err(e) = active.working.replay(offset, epoch, &record) {
-            panic!("a broker change the working image refuses: {e}");
+        for (i, record) in records.iter().enumerate() {
+            let offset = active.next_offset + i as i64;
+            if let Err(e) = active.working.replay(offset, epoch, record) {
+                panic!("a change the working image refuses: {e}");
+            }
         }
-        let mut records = vec![record];
-        records.extend(then(self));
+        let out = then(self);
         self.active.as_mut().expect("active").working = saved;
-        records
+        out
     }
 
     // Topics.
@@ -2248,7 +2353,9 @@ impl Controller {
             }
         }
         let min_isr = self.min_insync_replicas(&topic.name);
-        let change = change_record(topic_id, index, p, p.leader, isr, min_isr, Some(recovery));
+        // The leader stays: the last known leader, if any, is forgotten.
+        let elrs = (elr_after(p, &isr, min_isr, None), Vec::new());
+        let change = change_record(topic_id, index, p, p.leader, isr, elrs, Some(recovery));
         // The leader is in the new ISR and usable (checked above): AlterPartition never moves
         // leadership (Kafka's NEW_LEADER_ELECTED comes only from reassignments).
         assert!(
@@ -2296,45 +2403,43 @@ fn same_members(a: &[i32], b: &[i32]) -> bool {
     a.len() == b.len() && a.iter().all(|x| b.contains(x))
 }
 
-/// The ELR and last known ELR of `p` once `isr` replaces its ISR, as Kafka's
-/// `PartitionChangeBuilder` keeps them (KIP-966): while the ISR has at least `min_isr` members
-/// both are empty, since an election can take the ISR; below it, the ELR is the members of the
-/// current ISR or ELR that are not in the new ISR (so a member leaving the ISR joins it and one
-/// joining the ISR leaves it), and the last known ELR keeps what it had, less the members of
-/// the new ISR and ELR. In replica order, so that equal decisions write equal records.
-fn elr_after(p: &PartitionRegistration, isr: &[i32], min_isr: usize) -> (Vec<i32>, Vec<i32>) {
+/// The ELR of `p` once `isr` replaces its ISR, as Kafka's `PartitionChangeBuilder` keeps it
+/// (KIP-966): empty while the ISR has at least `min_isr` members, since an election can take
+/// the ISR; below it, the members of the current ISR or ELR that are not in the new ISR (so a
+/// member leaving the ISR joins it and one joining the ISR leaves it), less `unclean` (a
+/// replica that restarted after an unclean shutdown). In replica order, so that equal
+/// decisions write equal records.
+fn elr_after(
+    p: &PartitionRegistration,
+    isr: &[i32],
+    min_isr: usize,
+    unclean: Option<i32>,
+) -> Vec<i32> {
     if isr.len() >= min_isr {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     }
-    let elr: Vec<i32> = p
-        .replicas
+    p.replicas
         .iter()
         .copied()
         .filter(|r| (p.isr.contains(r) || p.elr.contains(r)) && !isr.contains(r))
-        .collect();
-    let last_known: Vec<i32> = p
-        .replicas
-        .iter()
-        .copied()
-        .filter(|r| p.last_known_elr.contains(r) && !isr.contains(r) && !elr.contains(r))
-        .collect();
-    (elr, last_known)
+        .filter(|r| Some(*r) != unclean)
+        .collect()
 }
 
 /// The record that gives `p` the leader `leader` (a new leader epoch if it differs), the ISR
-/// `isr`, the ELR that follows ([`elr_after`]) and, when `recovery` is some, that leader
-/// recovery state; none when nothing changes. An ISR of the same members in another order is
-/// no change.
+/// `isr`, the ELR and last known ELR `elrs` ([`elr_after`]) and, when `recovery` is some, that
+/// leader recovery state; none when nothing changes. An ISR of the same members in another
+/// order is no change.
 fn change_record(
     topic_id: Uuid,
     index: i32,
     p: &PartitionRegistration,
     leader: i32,
     isr: Vec<i32>,
-    min_isr: usize,
+    elrs: (Vec<i32>, Vec<i32>),
     recovery: Option<i8>,
 ) -> Option<PartitionChangeRecord> {
-    let (elr, last_known_elr) = elr_after(p, &isr, min_isr);
+    let (elr, last_known_elr) = elrs;
     let isr_changed = !same_members(&isr, &p.isr);
     let leader_changed = leader != p.leader;
     let elr_changed = !same_members(&elr, &p.elr);

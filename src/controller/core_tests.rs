@@ -249,7 +249,9 @@ fn controller_a_broker_is_unfenced_once_caught_up_and_fenced_when_silent() {
     for index in 0..2 {
         let p = c.committed().partition("t", index).unwrap();
         assert_eq!(p.leader, NO_LEADER, "a fenced broker leads nothing");
-        assert_eq!(p.isr, vec![2], "the last ISR member stays");
+        // KIP-966: the last ISR member leaves the ISR for the ELR, which keeps its claim.
+        assert!(p.isr.is_empty(), "{:?}", p.isr);
+        assert_eq!(p.elr, vec![2]);
         assert_eq!(p.leader_epoch, 1);
     }
     assert_eq!(c.next_deadline_ms(), None, "no unfenced broker left");
@@ -1714,16 +1716,7 @@ fn controller_elr_default_min_insync_replicas_comes_from_its_config() {
 
 #[test]
 fn controller_fencing_an_isr_member_at_min_insync_replicas_moves_it_to_the_elr() {
-    let (mut c, epochs, id) = replicated(Some("2"));
-    let p = partition_of(&c, id);
-    let (leader, a) = (p.isr[0], p.isr[1]);
-    alter_isr(
-        &mut c,
-        (leader, epochs[&leader]),
-        id,
-        &with_epochs(&epochs, &[leader, a]),
-    )
-    .unwrap();
+    let (mut c, epochs, id, leader, a, _) = shrunk_to_two();
     assert!(partition_of(&c, id).elr.is_empty());
     fence(&mut c, a, epochs[&a]);
     let p = partition_of(&c, id);
@@ -1731,13 +1724,128 @@ fn controller_fencing_an_isr_member_at_min_insync_replicas_moves_it_to_the_elr()
         (p.isr.clone(), p.elr.clone(), p.leader),
         (vec![leader], vec![a], leader)
     );
-    // The leader too: it stays as the last ISR member, leaderless; the ELR is kept.
+    // The leader too: the ISR empties, both are in the ELR, and nobody leads.
     fence(&mut c, leader, epochs[&leader]);
     let p = partition_of(&c, id);
+    let mut both = vec![leader, a];
+    both.sort_by_key(|r| p.replicas.iter().position(|x| x == r));
     assert_eq!(
         (p.isr.clone(), p.elr.clone(), p.leader),
-        (vec![leader], vec![a], NO_LEADER)
+        (vec![], both, NO_LEADER)
     );
+    c.committed().check().unwrap();
+}
+
+/// Partition 0 of a fresh RF 3 topic with `min.insync.replicas` 2 whose leader shrank its
+/// ISR to (leader, a): the controller, the epochs, the topic, the leader, a, and the third.
+fn shrunk_to_two() -> (Controller, BTreeMap<i32, i64>, Uuid, i32, i32, i32) {
+    let (mut c, epochs, id) = replicated(Some("2"));
+    let p = partition_of(&c, id);
+    let (leader, a, b) = (p.isr[0], p.isr[1], p.isr[2]);
+    alter_isr(
+        &mut c,
+        (leader, epochs[&leader]),
+        id,
+        &with_epochs(&epochs, &[leader, a]),
+    )
+    .unwrap();
+    (c, epochs, id, leader, a, b)
+}
+
+/// Partition 0 of a fresh RF 3 topic with `min.insync.replicas` 2 taken down to an empty
+/// ISR: the ISR shrunk to (leader, a), then a and the leader fenced. Returns the controller,
+/// the epochs, the topic, the old leader, a, and the third replica.
+fn emptied_isr() -> (Controller, BTreeMap<i32, i64>, Uuid, i32, i32, i32) {
+    let (mut c, epochs, id, leader, a, b) = shrunk_to_two();
+    fence(&mut c, a, epochs[&a]);
+    fence(&mut c, leader, epochs[&leader]);
+    let p = partition_of(&c, id);
+    assert!(p.isr.is_empty() && p.leader == NO_LEADER, "{p:?}");
+    (c, epochs, id, leader, a, b)
+}
+
+/// Registers `broker_id` anew (incarnation 2) naming `previous` as the epoch it stopped
+/// under, and unfences it; its new epoch.
+fn rejoin(c: &mut Controller, broker_id: i32, previous: i64) -> i64 {
+    let mut r = registration(broker_id, 2);
+    r.previous_broker_epoch = previous;
+    let Reply::RegisterBroker(Ok(epoch)) = call(c, 0, Request::RegisterBroker(r)) else {
+        panic!("registration refused");
+    };
+    let offset = c.applied_offset();
+    let Reply::Heartbeat(Ok(state)) = call(
+        c,
+        0,
+        Request::Heartbeat(heartbeat(broker_id, epoch, offset)),
+    ) else {
+        panic!("heartbeat refused");
+    };
+    assert!(!state.is_fenced);
+    epoch
+}
+
+#[test]
+fn controller_elects_from_the_elr_when_the_isr_is_empty() {
+    let (mut c, epochs, id, leader, a, b) = emptied_isr();
+    let before = partition_of(&c, id);
+    // The third replica, out of the ISR while it was at min.insync.replicas, is not eligible:
+    // unfenced, it is still no leader.
+    fence(&mut c, b, epochs[&b]);
+    rejoin(&mut c, b, epochs[&b]);
+    assert_eq!(
+        partition_of(&c, id).leader,
+        NO_LEADER,
+        "a replica outside ISR and ELR"
+    );
+    // a stopped cleanly: it comes back naming its epoch, and the ELR elects it.
+    rejoin(&mut c, a, epochs[&a]);
+    let p = partition_of(&c, id);
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (a, vec![a], vec![leader])
+    );
+    assert_eq!(p.leader_epoch, before.leader_epoch + 1);
+    assert!(p.partition_epoch > before.partition_epoch);
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_takes_a_replica_back_from_an_unclean_shutdown_out_of_the_elr() {
+    let (mut c, epochs, id, leader, a, _) = emptied_isr();
+    // The ISR emptied when the leader was fenced: it is the last known leader.
+    assert_eq!(partition_of(&c, id).last_known_elr, vec![leader]);
+    // The old leader crashed: it registers without a clean epoch and leaves the ELR; while
+    // a stays in the ELR, the old leader is not elected, unfenced or not.
+    rejoin(&mut c, leader, -1);
+    let p = partition_of(&c, id);
+    assert_eq!((p.leader, p.elr.clone()), (NO_LEADER, vec![a]));
+    assert_eq!(p.last_known_elr, vec![leader]);
+    // A wrong epoch is no clean stop either: a leaves the ELR too. Nobody is known to hold
+    // everything committed, and the last leader, back, leads alone, RECOVERING (KIP-966's
+    // balanced recovery).
+    rejoin(&mut c, a, epochs[&a] + 1);
+    let p = partition_of(&c, id);
+    assert_eq!(
+        (p.leader, p.isr.clone(), p.elr.clone()),
+        (leader, vec![leader], vec![])
+    );
+    assert_eq!(p.leader_recovery_state, LEADER_RECOVERY_RECOVERING);
+    assert!(p.last_known_elr.is_empty());
+    c.committed().check().unwrap();
+}
+
+#[test]
+fn controller_does_not_elect_a_last_known_leader_that_is_not_back() {
+    let (mut c, epochs, id, leader, a, _) = emptied_isr();
+    // a crashed and is back; the old leader is still fenced: nobody leads.
+    rejoin(&mut c, a, -1);
+    let p = partition_of(&c, id);
+    assert_eq!((p.leader, p.elr.clone()), (NO_LEADER, vec![leader]));
+    // The old leader, back cleanly, is elected from the ELR: no recovery needed.
+    rejoin(&mut c, leader, epochs[&leader]);
+    let p = partition_of(&c, id);
+    assert_eq!((p.leader, p.isr.clone()), (leader, vec![leader]));
+    assert_eq!(p.leader_recovery_state, LEADER_RECOVERY_RECOVERED);
     c.committed().check().unwrap();
 }
 
