@@ -79,7 +79,7 @@ use samsa_spec::quorum::{self, Entry, QuorumEnd, QuorumEvent, QuorumHistory};
 use samsa_spec::{AnomalyKind, CheckOptions, NodeEvent, Outcome, Report};
 
 use crate::groups::{self, GroupOptions};
-use crate::harness::{partition_log_config, read_offline, Recorder};
+use crate::harness::{corrupt_log_in, partition_log_config, read_offline, Recorder, RotTarget};
 use crate::node::TOPIC;
 use crate::workload::{Keying, Workload};
 
@@ -143,6 +143,12 @@ pub struct ClusterOptions {
     /// their partitions' ISRs shrink to a lone leader; then, as they come back, a third node
     /// killed, restarted `LONE_LEADER_KILL_MS` later, so that the ELR elects one of the two.
     pub lone_leader: Option<u64>,
+    /// The nemesis also rots one replica's synced log data (a minority: one follower of a
+    /// workload partition at a time): a closed segment below its recovery point while it
+    /// runs (its scrubber must find it), or a batch above its recovery point while it is
+    /// down (its recovery must find it). The follower truncates there and fetches the
+    /// records again from the leader, so nothing acknowledged is lost.
+    pub minority_corruption: bool,
     pub bugs: BrokerBugs,
     /// Sync before ack (the default), or a page-cache mode for the checker's broken option.
     pub flush: FlushPolicy,
@@ -183,6 +189,7 @@ impl Default for ClusterOptions {
             nemesis: true,
             mute: None,
             lone_leader: None,
+            minority_corruption: false,
             bugs: BrokerBugs::default(),
             flush: FlushPolicy::SyncBeforeAck,
             groups: Some(GroupOptions::default()),
@@ -298,8 +305,20 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
             replica_high_watermark_checkpoint_interval_ms: 500,
             ..Default::default()
         },
-        log_segment_bytes: 16 * 1024,
+        // Small segments under minority corruption, so that closed segments lie below the
+        // recovery point for the rot to reach (the workload writes ~15 KB a partition).
+        log_segment_bytes: if options.minority_corruption {
+            4 * 1024
+        } else {
+            16 * 1024
+        },
         log_index_interval_bytes: 512,
+        // ... and a recovery point checkpointed often, so that segments fall below it.
+        log_flush_offset_checkpoint_interval_ms: if options.minority_corruption {
+            500
+        } else {
+            BrokerConfig::default().log_flush_offset_checkpoint_interval_ms
+        },
         log_flush: options.flush,
         num_partitions: PARTITIONS,
         bugs: options.bugs,
@@ -1100,6 +1119,47 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             next_fault = now + Duration::from_millis(rng.gen_range(200..1_000));
             continue;
         }
+        if options.minority_corruption && rng.gen_bool(MINORITY_CORRUPTION_PROBABILITY) {
+            let image = lock(&shared.image).clone();
+            let followed: Vec<i32> = image
+                .map(|image| {
+                    (0..PARTITIONS)
+                        .filter(|p| {
+                            image.partition(TOPIC, *p).is_some_and(|r| {
+                                r.leader >= 0 && r.leader != target && r.replicas.contains(&target)
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !followed.is_empty() {
+                let partition = followed[rng.gen_range(0..followed.len())];
+                let dir = format!("{TOPIC}-{partition}");
+                let down = rng.gen_bool(0.5);
+                if down {
+                    handle.kill(nodes[&target].id());
+                    disks[&target].crash(CrashMode::Process, &mut rng);
+                }
+                let rot = if down {
+                    RotTarget::AboveRecoveryPoint
+                } else {
+                    RotTarget::BelowRecoveryPoint
+                };
+                let at = corrupt_log_in(&disks[&target], &mut rng, rot, &dir);
+                let fault = Fault::Rotted {
+                    target,
+                    partition,
+                    down,
+                    at,
+                };
+                event(&mut nemesis, &shared.notes, format!("{fault:?}"));
+                undo = Some((
+                    now + Duration::from_millis(rng.gen_range(300..2_500)),
+                    fault,
+                ));
+                continue;
+            }
+        }
         // Two nodes at once only where a majority of the voters stays.
         let kinds = if options.nodes >= 5 { 10 } else { 9 };
         let fault = match rng.gen_range(0..kinds) {
@@ -1549,6 +1609,14 @@ enum Fault {
     Stopped(i32),
     /// Every link's latency drawn up to this many milliseconds.
     Slow(u64),
+    /// One byte of a follower's synced log flipped (the file and byte, if a batch was
+    /// there to rot), while it ran or (`down`) while it was down.
+    Rotted {
+        target: i32,
+        partition: i32,
+        down: bool,
+        at: Option<(String, u64)>,
+    },
 }
 
 fn heal(
@@ -1614,6 +1682,21 @@ fn heal(
             handle.restart(nodes[&id].id());
             format!("restart node {id} after its graceful stop")
         }
+        Fault::Rotted {
+            target, down: true, ..
+        } => {
+            shared.needs_restart[&target].store(false, Ordering::Release);
+            handle.restart(nodes[&target].id());
+            format!("restart node {target} (its log rotted while it was down)")
+        }
+        Fault::Rotted {
+            target,
+            partition,
+            ref at,
+            ..
+        } => {
+            format!("node {target}'s rot in partition {partition} ({at:?}) stays for its scrubber")
+        }
         Fault::Slow(max_ms) => {
             net.update_config(|c| c.send_latency = madsim::net::Config::default().send_latency);
             format!("latency (up to {max_ms} ms) back to normal")
@@ -1638,6 +1721,8 @@ pub const REPLICATED_SEEDS_DEFAULT: u64 = 100;
 const LONE_LEADER_CUT_MS: u64 = 4_000;
 /// How long its third node stays down.
 const LONE_LEADER_KILL_MS: u64 = 2_000;
+/// How often a fault is minority corruption when the suite asks for it.
+const MINORITY_CORRUPTION_PROBABILITY: f64 = 0.3;
 
 /// The longest the nemesis waits for a node's graceful stop to finish before it restarts
 /// the node anyway: above the broker's controlled-shutdown wait, so that a stop the

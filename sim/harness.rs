@@ -1014,7 +1014,17 @@ pub enum RotTarget {
 /// and a segment that then holds the recovery point is scanned, which would find the damage
 /// and truncate there.
 fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<(String, u64)> {
-    let checkpoint_path = format!("{PARTITION_DIR}/recovery-point-offset-checkpoint");
+    corrupt_log_in(disk, rng, target, PARTITION_DIR)
+}
+
+/// [`corrupt_log`] in the partition directory `dir`.
+pub fn corrupt_log_in(
+    disk: &MemDisk,
+    rng: &mut SmallRng,
+    target: RotTarget,
+    dir: &str,
+) -> Option<(String, u64)> {
+    let checkpoint_path = format!("{dir}/recovery-point-offset-checkpoint");
     let checkpoint = match target {
         RotTarget::BelowRecoveryPoint => disk.durable_file_image(&checkpoint_path)?,
         RotTarget::AboveRecoveryPoint => disk.file_image(&checkpoint_path)?,
@@ -1029,7 +1039,7 @@ fn corrupt_log(disk: &MemDisk, rng: &mut SmallRng, target: RotTarget) -> Option<
         RotTarget::BelowRecoveryPoint => disk.durable_file_names(),
         RotTarget::AboveRecoveryPoint => disk.file_names(),
     };
-    let logs = node::segment_logs(names);
+    let logs = node::segment_logs_in(names, dir);
     // (file, start, end) of each batch's records that the target allows.
     let mut payloads: Vec<(String, u64, u64)> = Vec::new();
     for (i, (_, file)) in logs.iter().enumerate() {

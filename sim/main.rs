@@ -1309,6 +1309,39 @@ fn replicated_cluster_in_page_cache_mode_survives_one_power_loss_at_a_time() {
     );
 }
 
+/// Sync before ack, with the nemesis also rotting one follower's synced log data at a time
+/// (below its recovery point while it runs, above it while it is down): the follower's
+/// scrubber or recovery finds the corrupt batch, it truncates there and fetches the records
+/// again, and nothing acknowledged is lost; every final ISR member holds every record.
+#[test]
+fn replicated_cluster_repairs_a_corrupt_follower_from_its_leader() {
+    cluster::run_cluster_suite(
+        "replicated_cluster_repairs_a_corrupt_follower_from_its_leader",
+        &cluster::ClusterOptions {
+            minority_corruption: true,
+            ..replicated()
+        },
+        cluster::REPLICATED_SEEDS_DEFAULT,
+    );
+}
+
+/// ... and fire on a follower that keeps what its scrubber found corrupt: the final ISR
+/// member holds a corrupt batch (or never rejoins past it).
+#[test]
+fn replicated_follower_keeping_corrupt_batches_is_caught() {
+    let mut options = cluster::ClusterOptions {
+        minority_corruption: true,
+        ..replicated()
+    };
+    options.bugs.follower_keeps_corrupt_batches = true;
+    let seeds = 41..101;
+    let caught = caught_on(seeds.clone(), &options, |o| !o.is_valid());
+    assert!(
+        caught.len() >= 3,
+        "expected failures in several of seeds {seeds:?}, caught in {caught:?}"
+    );
+}
+
 fn replicated_page_cache() -> cluster::ClusterOptions {
     cluster::ClusterOptions {
         flush: FlushPolicy::PageCache {

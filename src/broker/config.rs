@@ -323,6 +323,9 @@ pub struct BrokerBugs {
     pub high_watermark_from_recovery_point: bool,
     /// Reads go on serving what the scrubber found corrupt (corrupt-read).
     pub ignore_scrubber_findings: bool,
+    /// A follower keeps the batches its scrubber found corrupt instead of truncating there
+    /// and fetching them again (the final ISR member then holds a corrupt record).
+    pub follower_keeps_corrupt_batches: bool,
     /// The log's planted bugs (recovery).
     pub log: crate::log::LogBugs,
     /// The group coordinator's planted bugs (the group checkers).

@@ -11,7 +11,8 @@
 //! it finds a corrupt batch the partition remembers its first offset ([`Partition::corrupt_from`])
 //! and refuses every read at or beyond it ([`PartitionError::CorruptAtRest`], which handlers
 //! answer with KAFKA_STORAGE_ERROR) until the log is reopened; reads below it and appends go
-//! on. It is not an IO error: the log stays online and the log directory is not failed.
+//! on. A follower instead truncates its log at the corrupt batch and fetches it again from
+//! the leader ([`Partition::truncate_corrupt_tail`], called by the replica fetcher). It is not an IO error: the log stays online and the log directory is not failed.
 //!
 //! Leadership and replication. The partition's replication state is a
 //! [`crate::replication::replica::Replica`] core under a lock never held across an await. On a
@@ -24,7 +25,8 @@
 //! on a leader the minimum over the ISR of what each member holds durably (design §5).
 //!
 //! Invariants: the high watermark never moves backwards and never passes the log end offset;
-//! every advance wakes the fetches waiting in the purgatory; `corrupt_from` only moves down,
+//! every advance wakes the fetches waiting in the purgatory; `corrupt_from` only moves down
+//! (except back to none when a follower truncates its log at it: the corrupt batch is gone),
 //! and no read returns a batch that ends above it.
 
 use std::collections::BTreeMap;
@@ -658,6 +660,39 @@ impl Partition {
         }
         self.step(0, |core| core.truncated(end));
         Ok(end)
+    }
+
+    /// A follower drops its log from the first corrupt batch the scrubber found, so that the
+    /// fetcher takes those records from the leader again (the leader and the rest of the ISR
+    /// still hold them: corruption of one replica is a minority's loss); the new log end, or
+    /// none when nothing was found or this replica does not follow. A leader keeps refusing
+    /// reads from the corrupt batch on ([`PartitionError::CorruptAtRest`]).
+    pub async fn truncate_corrupt_tail(&self) -> Result<Option<i64>, PartitionError> {
+        let from = self.corrupt_from.load(Ordering::Acquire);
+        if from == NOT_CORRUPT
+            || self.following().is_none()
+            || self.bugs.follower_keeps_corrupt_batches
+        {
+            return Ok(None);
+        }
+        let end = self.truncate_as_follower(from).await?;
+        assert!(end <= from, "a corrupt batch kept after truncating at it");
+        // The corrupt batch is gone: reads may pass where it was (a later finding lowers
+        // the bound again).
+        let _ = self.corrupt_from.compare_exchange(
+            from,
+            NOT_CORRUPT,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        tracing::warn!(
+            topic = %self.topic,
+            partition = self.index,
+            from,
+            end,
+            "a follower truncated its log at a corrupt batch and fetches it again from the leader"
+        );
+        Ok(Some(end))
     }
 
     /// A follower whose fetch offset is below the leader's log start starts over there.

@@ -269,6 +269,12 @@ async fn fetch_once(
     }
     let mut topics: BTreeMap<Uuid, Vec<FetchPartition>> = BTreeMap::new();
     for ((topic_id, index), partition) in partitions {
+        // A batch the scrubber found corrupt is dropped with everything after it and
+        // fetched again: this fetch starts at the new log end.
+        partition
+            .truncate_corrupt_tail()
+            .await
+            .map_err(|e| format!("truncating a corrupt tail: {e}"))?;
         let last_fetched_epoch = partition.log().latest_epoch().await.unwrap_or(-1);
         topics.entry(*topic_id).or_default().push(FetchPartition {
             partition: *index,
