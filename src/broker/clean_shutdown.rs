@@ -12,8 +12,9 @@
 //! registers under ([`RunningMarker`]), and stays eligible from the ELR after a crash. Once a
 //! log that acknowledges from the page cache (a topic's `flush.messages`/`flush.ms`) opens,
 //! the marker goes, before that log can acknowledge anything, and is not written again until
-//! a clean stop. Corruption of synced data is outside what this claim covers: recovery cannot
-//! tell a rotten synced batch at a log's end from a torn unsynced one.
+//! a clean stop. A start whose recovery cut any log registers as unclean whatever the marker
+//! says, since recovery cannot tell a rotten synced batch from a torn unsynced one. Rot below
+//! the recovery point, which only the scrubber finds later, is outside the claim.
 //!
 //! Invariants:
 //! - at a clean stop, the marker is written last, after every log closed and synced, with

@@ -182,9 +182,28 @@ impl Node {
         .map_err(|e| BrokerError::Metadata(format!("the metadata quorum: {e}")))?;
         // Taken (and removed) before the first registration: a crash of this run must not
         // pass for the clean stop of the last one.
-        let previous_broker_epoch = clean_shutdown::take(&broker.disk)
+        let marker_epoch = clean_shutdown::take(&broker.disk)
             .await
             .map_err(|e| BrokerError::Meta(e.to_string()))?;
+        // A log whose recovery cut records may have lost synced ones (a rotten batch looks
+        // like a torn one): whatever the marker says, this start is unclean.
+        let mut cut = None;
+        for partition in broker.topics.partitions().await {
+            if let Some(t) = &partition.recovery.truncated {
+                cut = Some(format!(
+                    "{}-{} at offset {}",
+                    partition.topic, partition.index, t.offset
+                ));
+                break;
+            }
+        }
+        let previous_broker_epoch = match cut {
+            Some(at) if marker_epoch >= 0 => {
+                tracing::warn!(%at, "recovery truncated a log: registering as after an unclean shutdown");
+                -1
+            }
+            _ => marker_epoch,
+        };
         let registration = BrokerRegistrationRequest {
             previous_broker_epoch,
             ..registration(&broker.config, &cluster_id)
