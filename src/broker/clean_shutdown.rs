@@ -158,8 +158,9 @@ pub struct RunningMarker {
 
 #[derive(Debug, Default)]
 struct RunningState {
-    /// A log that acknowledges from the page cache opened in this process.
-    page_cache_log: bool,
+    /// A log that acknowledges from the page cache opened in this process, or a log lost
+    /// acknowledged records ([`RunningMarker::withdraw`]).
+    withdrawn: bool,
     /// This process wrote the marker while running.
     claimed: bool,
 }
@@ -169,19 +170,27 @@ impl RunningMarker {
     /// process wrote goes, and none is written while it runs. (A marker of the previous run
     /// is left for the start to take.)
     pub async fn page_cache_log_opens(&self, disk: &Disk) -> Result<(), CleanShutdownError> {
+        self.withdraw(disk).await
+    }
+
+    /// The marker this process wrote goes, and none is written while it runs: a log of the
+    /// directory may not hold what this broker acknowledged (it acknowledges from the page
+    /// cache, or a leader's scrubber found acknowledged records corrupt), so that the next
+    /// start registers as after an unclean shutdown and leaves every ELR.
+    pub async fn withdraw(&self, disk: &Disk) -> Result<(), CleanShutdownError> {
         let mut state = self.state.lock().await;
         if state.claimed {
             remove(disk).await?;
             state.claimed = false;
         }
-        state.page_cache_log = true;
+        state.withdrawn = true;
         Ok(())
     }
 
     /// Writes the marker for `broker_epoch` unless a page-cache log opened; whether it did.
     pub async fn claim(&self, disk: &Disk, broker_epoch: i64) -> Result<bool, CleanShutdownError> {
         let mut state = self.state.lock().await;
-        if state.page_cache_log {
+        if state.withdrawn {
             return Ok(false);
         }
         write(disk, broker_epoch).await?;
@@ -203,6 +212,26 @@ pub async fn write(disk: &Disk, broker_epoch: i64) -> Result<(), CleanShutdownEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rt::disk::MemDisk;
+
+    use crate::rt::block_on;
+
+    #[test]
+    fn a_withdrawn_running_marker_is_removed_and_never_claimed_again() {
+        block_on(async {
+            let disk = Disk::mem(MemDisk::new(1));
+            let marker = RunningMarker::default();
+            assert!(marker.claim(&disk, 7).await.unwrap());
+            assert!(disk.read_file(CLEAN_SHUTDOWN_MARKER).await.is_ok());
+            // A leader's scrubber found acknowledged records corrupt: the next start must
+            // register as after an unclean shutdown.
+            marker.withdraw(&disk).await.unwrap();
+            assert!(disk.read_file(CLEAN_SHUTDOWN_MARKER).await.is_err());
+            assert!(!marker.claim(&disk, 8).await.unwrap());
+            assert!(disk.read_file(CLEAN_SHUTDOWN_MARKER).await.is_err());
+            assert_eq!(take(&disk).await.unwrap(), -1);
+        });
+    }
 
     #[test]
     fn clean_shutdown_marker_round_trips_and_refuses_what_it_cannot_trust() {

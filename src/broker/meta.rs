@@ -270,22 +270,7 @@ mod tests {
     use super::*;
     use crate::rt::disk::MemDisk;
 
-    /// Runs a future on the runtime `rt` is built for: madsim's simulator under `sim`
-    /// (randomness and the disk need its context there), tokio otherwise.
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        #[cfg(feature = "sim")]
-        {
-            madsim::runtime::Runtime::new().block_on(future)
-        }
-        #[cfg(not(feature = "sim"))]
-        {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime")
-                .block_on(future)
-        }
-    }
+    use crate::rt::block_on;
 
     const VALID: &str = "version=1\ncluster.id=J8dKmBaHRJa3cVcYM8VxWQ\nnode.id=3\n\
                          directory.id=7vXuE5ZlTtqyPeeHuIMfZA\n";

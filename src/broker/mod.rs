@@ -381,8 +381,32 @@ impl Broker {
             let now = time::now();
             scrubber.earn(now.saturating_duration_since(last_tick));
             last_tick = now;
-            scrubber.spend(&self.topics.partitions().await).await;
+            let partitions = self.topics.partitions().await;
+            scrubber.spend(&partitions).await;
+            for partition in &partitions {
+                if let Some(from) = partition.leads_over_corrupt_acknowledged_records() {
+                    self.halt_over_corrupt_leader(partition, from).await;
+                    return;
+                }
+            }
         }
+    }
+
+    /// A leader whose scrubber found acknowledged records corrupt cannot serve them, nor can
+    /// its followers fetch past them; another ISR member holds them. Kafka moves leaderships
+    /// only off a broker that is fenced or shuts down, and stops a broker whose only log
+    /// directory failed: so does this one, after withdrawing its clean-shutdown marker (the
+    /// next start is unclean, so it leaves every ISR and ELR and, as a follower, truncates at
+    /// the corrupt batch and fetches it again).
+    async fn halt_over_corrupt_leader(&self, partition: &Partition, from: i64) {
+        if let Err(e) = self.health.running_marker.withdraw(&self.disk).await {
+            tracing::warn!(error = %e, "cannot withdraw the clean-shutdown marker");
+        }
+        self.health.fail(&format!(
+            "{}-{}: this leader's records from offset {from} on are corrupt at rest, below \
+             the high watermark; another in-sync replica holds them",
+            partition.topic, partition.index
+        ));
     }
 
     /// The log cleaner until `shutdown` (Kafka's `LogCleaner`): `log.cleaner.threads`

@@ -12,7 +12,14 @@
 //! and refuses every read at or beyond it ([`PartitionError::CorruptAtRest`], which handlers
 //! answer with KAFKA_STORAGE_ERROR) until the log is reopened; reads below it and appends go
 //! on. A follower instead truncates its log at the corrupt batch and fetches it again from
-//! the leader ([`Partition::truncate_corrupt_tail`], called by the replica fetcher). It is not an IO error: the log stays online and the log directory is not failed.
+//! the leader ([`Partition::truncate_corrupt_tail`], called by the replica fetcher); the
+//! leader takes it out of the ISR at once, since it fetches below the high watermark. It is
+//! not an IO error: the log stays online and the log directory is not failed. A leader
+//! whose corrupt batch lies below the high watermark while another ISR member holds it
+//! ([`Partition::leads_over_corrupt_acknowledged_records`]) can neither serve those records
+//! nor let its followers fetch past them: the broker halts, its clean-shutdown marker
+//! withdrawn (`Broker::run_scrubber`), so that leadership moves and it comes back as a
+//! follower outside every ISR and ELR. A lone replica keeps leading.
 //!
 //! Leadership and replication. The partition's replication state is a
 //! [`crate::replication::replica::Replica`] core under a lock never held across an await. On a
@@ -574,6 +581,23 @@ impl Partition {
         }
     }
 
+    /// Waits, while this replica leads, until the high watermark reaches `offset`: every
+    /// record below it is then acknowledged by the ISR. Unlike [`Partition::wait_replicated`]
+    /// an ISR below `min.insync.replicas` is waited out, not refused; callers bound the wait.
+    pub async fn wait_high_watermark(&self, offset: i64) -> Result<(), PartitionError> {
+        loop {
+            let notified = self.data_arrived.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.check_live()?;
+            self.check_leader()?;
+            if self.high_watermark() >= offset {
+                return Ok(());
+            }
+            notified.await;
+        }
+    }
+
     /// A follower's fetch arrived (leader side): checks its epoch, records its fetch offset
     /// (which may advance the high watermark and propose it for the ISR), and says whether its
     /// log diverges from this one (Fetch v12+ DivergingEpoch), in which case it gets no
@@ -800,6 +824,21 @@ impl Partition {
         Ok(info)
     }
 
+    /// Makes every record appended below `offset` durable on this replica and tells the
+    /// core. Appends whose acknowledgement nobody awaits any more (a coordinator's, after a
+    /// failed write unloaded its shard) would otherwise stay unsynced under sync-before-ack,
+    /// holding a leader's high watermark below them until its next append.
+    pub async fn sync_to(&self, offset: i64) -> Result<(), PartitionError> {
+        self.check_live()?;
+        self.log
+            .flush_to(offset)
+            .await
+            .map_err(|e| self.log_error(e))?;
+        let ends = self.ends();
+        self.step(0, |core| core.leader_end_advanced(ends.0, ends.1));
+        Ok(())
+    }
+
     /// The offset a read with `bound` must not return records from.
     fn max_offset(&self, bound: ReadBound) -> i64 {
         match bound {
@@ -823,6 +862,17 @@ impl Partition {
     pub fn corrupt_from(&self) -> Option<i64> {
         let from = self.corrupt_from.load(Ordering::Acquire);
         (from != NOT_CORRUPT).then_some(from)
+    }
+
+    /// Whether this replica leads while its scrubber found acknowledged records (below the
+    /// high watermark) corrupt and another ISR member holds them: it cannot serve them, and
+    /// the controller moves leadership only off a broker that stops (see
+    /// `Broker::run_scrubber`). A lone replica keeps leading, refusing only the corrupt reads.
+    pub fn leads_over_corrupt_acknowledged_records(&self) -> Option<i64> {
+        let from = self.corrupt_from()?;
+        let core = self.core();
+        let lost = core.is_leader() && core.isr_len() > 1 && from < core.high_watermark();
+        lost.then_some(from)
     }
 
     /// Refuses a read at or beyond `corrupt_from`; otherwise the bound for the read, lowered

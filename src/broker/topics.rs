@@ -1112,20 +1112,7 @@ mod tests {
         assert_eq!(collision_key("a.b"), collision_key("a_b"));
     }
 
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        #[cfg(feature = "sim")]
-        {
-            madsim::runtime::Runtime::new().block_on(future)
-        }
-        #[cfg(not(feature = "sim"))]
-        {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime")
-                .block_on(future)
-        }
-    }
+    use crate::rt::block_on;
 
     /// Added partitions and altered overrides are committed once their calls return: a power
     /// loss right after keeps them (the topic file is the synced commit point).

@@ -1104,7 +1104,16 @@ impl Controller {
         // KIP-966: a broker that does not name its last epoch as the one it stopped cleanly
         // under crashed, and may have lost what it held unsynced: it leaves every ELR (and
         // any ISR) for the last known ELR, so that it is never elected on its word alone.
-        if existing.is_some_and(|b| b.epoch != r.previous_broker_epoch) {
+        if let Some(b) = existing
+            .as_ref()
+            .filter(|b| b.epoch != r.previous_broker_epoch)
+        {
+            tracing::info!(
+                broker_id,
+                last_epoch = b.epoch,
+                previous_broker_epoch = r.previous_broker_epoch,
+                "a broker registers after an unclean shutdown: it leaves every ELR"
+            );
             let unclean = self.scratch_records(&records, |c| {
                 c.partition_changes_removing(broker_id, Some(broker_id))
             });
@@ -1265,6 +1274,22 @@ impl Controller {
             unclean.is_none_or(|u| !elr.contains(&u)),
             "an uncleanly stopped replica kept in the ELR"
         );
+        if leader != p.leader {
+            tracing::debug!(
+                ?topic_id,
+                index,
+                from = p.leader,
+                leader,
+                ?isr,
+                ?elr,
+                ?last_known_elr,
+                ?unclean,
+                "partition leader change"
+            );
+        }
+        if recovery.is_some() {
+            tracing::warn!(?topic_id, index, leader, "no replica is known to hold every committed record: the last leader leads alone, RECOVERING (records may be lost)");
+        }
         assert!(last_known_elr.len() <= 1, "more than one last known leader");
         change_record(
             topic_id,

@@ -53,6 +53,9 @@ const OWN_BATCH_PRODUCE_VERSION: i16 = 9;
 pub const WRITE_BATCH_BYTES_MAX: usize = 256 << 10;
 /// How much of the partition one load step reads.
 pub const LOAD_READ_BYTES_MAX: usize = 1 << 20;
+/// How often a load waiting for the high watermark to pass what it read checks that it was
+/// not replaced by a newer load.
+const LOAD_COMMIT_POLL_MS: u64 = 100;
 /// The longest the timer loop sleeps without looking at the shards' deadlines again.
 pub const TICK_INTERVAL_MAX_MS: i64 = 1_000;
 
@@ -622,6 +625,39 @@ impl Shared {
         // open a shard (it would stay open, empty, when this broker is elected later).
         if failed.is_none() && !partition.is_leading() {
             failed = Some("this broker does not lead the partition".to_string());
+        }
+        // Nothing is answered from what the ISR has not acknowledged (Kafka's coordinator
+        // runtime exposes only committed state): the loaded records may include writes that
+        // failed (NOT_ENOUGH_REPLICAS_AFTER_APPEND left them in this log) or that a new leader
+        // holds above its high watermark, and a later election of a replica without them
+        // would take back what a member was told. The shard stays loading
+        // (COORDINATOR_LOAD_IN_PROGRESS) until the high watermark passes them.
+        if failed.is_none() {
+            if let Err(e) = partition.sync_to(end).await {
+                failed = Some(e.to_string());
+            }
+        }
+        while failed.is_none() {
+            let waited = time::timeout(
+                Duration::from_millis(LOAD_COMMIT_POLL_MS),
+                partition.wait_high_watermark(end),
+            )
+            .await;
+            match waited {
+                Ok(Ok(())) => break,
+                Ok(Err(e)) => failed = Some(e.to_string()),
+                Err(_) => {
+                    tracing::debug!(partition = index, end, high_watermark = partition.high_watermark(), state = ?partition.replica_state(), maximal_isr = ?partition.maximal_isr(), "a load waits for the high watermark");
+                    let inner = self.inner.lock().await;
+                    let current = inner
+                        .shards
+                        .get(&index)
+                        .is_some_and(|slot| slot.load_epoch == load_epoch);
+                    if !current {
+                        return;
+                    }
+                }
+            }
         }
         if let Some(why) = failed {
             tracing::warn!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable until this broker leads the partition again");

@@ -943,7 +943,13 @@ impl GroupShard {
             }
         }
         group.check();
-        self.write_group(group_id);
+        // As Kafka's `onCompleteJoin`: only an emptied group is stored here. A group with
+        // members is stored when its leader's SyncGroup brings the assignment; stored now,
+        // without one, a reload would find it stable with every assignment empty, and
+        // nothing would ever rebalance it (seed 974 of the sharded suite).
+        if group.members.is_empty() {
+            self.write_group(group_id);
+        }
         for (t, answer) in answers {
             self.answer(t, Answer::JoinGroup(answer));
         }
@@ -1010,6 +1016,13 @@ impl GroupShard {
                 let Some(group) = self.groups.get_mut(&request.group_id) else {
                     return;
                 };
+                tracing::debug!(
+                    group = %request.group_id,
+                    generation = group.generation,
+                    members = ?group.members.keys().collect::<Vec<_>>(),
+                    assigned = ?assignments.keys().collect::<Vec<_>>(),
+                    "the leader's assignment completes the rebalance"
+                );
                 let mut answers = Vec::new();
                 for member in group.members.values_mut() {
                     member.assignment = assignments

@@ -822,6 +822,52 @@ fn replaying_the_log_rebuilds_groups_and_offsets() {
     assert_eq!(h2.fetched(), 11);
 }
 
+#[test]
+fn a_completed_join_is_stored_only_with_its_assignment() {
+    let mut h = Harness::new();
+    let (leader, follower) = h.stable_pair();
+    let stored = h.log.len();
+    // Both rejoin: a rebalance to generation 2, whose join completes without a write.
+    let l = h.join(5, &leader, None, &["range"]);
+    let f = h.join(5, &follower, None, &["range"]);
+    h.advance(i64::from(DELAY_MS));
+    let (jl, jf) = (h.join_answer(l).unwrap(), h.join_answer(f).unwrap());
+    assert_eq!((jl.error_code, jf.error_code), (0, 0));
+    assert_eq!((jl.generation_id, jf.generation_id), (2, 2));
+    assert_eq!(h.state(), GroupState::CompletingRebalance);
+    assert_eq!(
+        h.log.len(),
+        stored,
+        "nothing is stored before the assignment"
+    );
+    // A reload now finds generation 1 and its assignment, never a stable generation 2
+    // whose members were all assigned nothing.
+    let mut other = GroupShard::new(0, GroupConfig::default(), CoordinatorBugs::default());
+    for (key, value) in &h.log {
+        other.replay(key, value.as_deref()).unwrap();
+    }
+    other.finish_loading(h.now);
+    let reloaded = other.group("g").unwrap();
+    assert_eq!(
+        (reloaded.state, reloaded.generation),
+        (GroupState::Stable, 1)
+    );
+    assert_eq!(
+        reloaded.members[&follower].assignment,
+        Bytes::from_static(b"F")
+    );
+    // The leader's sync stores generation 2 with its assignment.
+    let leader_id = jl.leader.clone();
+    let other_id = if leader_id == leader {
+        &follower
+    } else {
+        &leader
+    };
+    let ls = h.sync(&leader_id, 2, &[(&leader_id, b"L2"), (other_id, b"F2")]);
+    assert_eq!(h.sync_answer(ls), Some((0, Bytes::from_static(b"L2"))));
+    assert_eq!(h.log.len(), stored + 1);
+}
+
 /// Every error code an answer carries (per member, group or partition where it has them).
 fn error_codes(answer: &Answer) -> Vec<i16> {
     match answer {

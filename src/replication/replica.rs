@@ -488,9 +488,14 @@ impl Replica {
             .copied()
             .filter(|id| *id != me)
             .filter(|id| {
-                self.followers
-                    .get(id)
-                    .is_none_or(|f| now_ms.saturating_sub(f.last_caught_up_ms) > lag_max)
+                self.followers.get(id).is_none_or(|f| {
+                    // A member that fetched below the high watermark in this leader epoch
+                    // lost acknowledged records (it truncated at rot its scrubber found): it
+                    // must not stay electable, whatever its lag.
+                    let lost = f.log_end_offset != UNKNOWN_OFFSET
+                        && f.log_end_offset < self.high_watermark;
+                    lost || now_ms.saturating_sub(f.last_caught_up_ms) > lag_max
+                })
             })
             .collect();
         if lagging.is_empty() {

@@ -125,6 +125,27 @@ fn a_lagging_isr_member_is_proposed_for_removal_and_still_counts_until_committed
 }
 
 #[test]
+fn an_isr_member_fetching_below_the_high_watermark_is_removed_at_once() {
+    let mut r = leader(2);
+    r.follower_fetch(1, 2, 102, 5, 10).unwrap();
+    r.follower_fetch(1, 3, 103, 5, 10).unwrap();
+    assert_eq!(r.high_watermark(), 10);
+    r.tick(2);
+    assert_eq!(r.ready(2).alter_partition, None, "everyone caught up");
+    // Follower 3 truncated at a corrupt batch its scrubber found and fetches from there:
+    // it lost acknowledged records, and must not stay electable however recent its fetch.
+    r.follower_fetch(3, 3, 103, 5, 4).unwrap();
+    r.tick(4);
+    let proposal = r.ready(4).alter_partition.expect("a shrink");
+    assert_eq!(proposal.new_isr, vec![(1, -1), (2, 102)]);
+    assert_eq!(
+        r.high_watermark(),
+        10,
+        "the high watermark never moves back"
+    );
+}
+
+#[test]
 fn the_planted_fastest_member_bug_passes_the_slowest() {
     let bugs = ReplicaBugs {
         high_watermark_past_slowest: true,

@@ -32,3 +32,21 @@ pub mod watch;
 
 /// True when this build runs inside madsim's simulator.
 pub const SIMULATION: bool = cfg!(feature = "sim");
+
+/// Runs a future to completion on the runtime `rt` is built for, for unit tests: madsim's
+/// simulator under `sim` (randomness and the disk need its context there), tokio otherwise.
+#[cfg(test)]
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    #[cfg(feature = "sim")]
+    {
+        madsim::runtime::Runtime::new().block_on(future)
+    }
+    #[cfg(not(feature = "sim"))]
+    {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("tokio runtime")
+            .block_on(future)
+    }
+}
