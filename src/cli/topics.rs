@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use super::common::{self, Arg, Args, CliError};
 use crate::client::{
-    AlterConfigOp, Client, ClientError, ConfigResource, ConfigSource, TopicDescription,
+    AlterConfigOp, Client, ClientError, ConfigResource, ConfigSource, PartitionMetadata,
+    TopicDescription,
 };
 use crate::protocol::error::ErrorCode;
 
@@ -21,7 +22,8 @@ pub const USAGE: &str = "usage: samsa topics <create|list|describe|alter|delete>
 
   create NAME [--partitions N] [--replication-factor N] [--config k=v]... [--if-not-exists]
   list
-  describe [NAME...]
+  describe [NAME...] [--under-replicated-partitions | --under-min-isr-partitions |
+            --at-min-isr-partitions | --unavailable-partitions]
   alter NAME [--partitions N] [--config k=v]... [--delete-config k]...
   delete NAME... [--if-exists]
 
@@ -30,7 +32,46 @@ options for every subcommand:
 
 Without --partitions or --replication-factor, create uses the broker's num.partitions and
 default.replication.factor. describe without names describes every topic; its Configs are the
-topic's overrides (from DescribeConfigs).";
+topic's overrides (from DescribeConfigs). With one of the report options describe prints only
+the partitions that match, without the topic lines, as kafka-topics.sh: under-replicated (ISR
+smaller than the replicas), under min ISR (no leader, or an ISR below the topic's
+min.insync.replicas), at min ISR, unavailable (no leader, or a leader not among the live
+brokers).";
+
+/// `describe`'s report options (kafka-topics.sh's), at most one per command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionReport {
+    UnderReplicated,
+    UnderMinIsr,
+    AtMinIsr,
+    Unavailable,
+}
+
+impl PartitionReport {
+    const FLAGS: [(&'static str, PartitionReport); 4] = [
+        (
+            "--under-replicated-partitions",
+            PartitionReport::UnderReplicated,
+        ),
+        ("--under-min-isr-partitions", PartitionReport::UnderMinIsr),
+        ("--at-min-isr-partitions", PartitionReport::AtMinIsr),
+        ("--unavailable-partitions", PartitionReport::Unavailable),
+    ];
+
+    /// Whether partition `p` is reported, given its topic's `min.insync.replicas` (if known)
+    /// and the live brokers (Kafka's `PartitionDescription` predicates).
+    pub fn matches(self, p: &PartitionMetadata, min_isr: Option<usize>, live: &[i32]) -> bool {
+        let has_leader = p.leader_id >= 0;
+        match self {
+            PartitionReport::UnderReplicated => p.isr.len() < p.replicas.len(),
+            PartitionReport::UnderMinIsr => {
+                !has_leader || min_isr.is_some_and(|min| p.isr.len() < min)
+            }
+            PartitionReport::AtMinIsr => min_isr == Some(p.isr.len()),
+            PartitionReport::Unavailable => !has_leader || !live.contains(&p.leader_id),
+        }
+    }
+}
 
 /// What a `topics` command line asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +86,7 @@ pub enum Command {
     List,
     Describe {
         names: Vec<String>,
+        report: Option<PartitionReport>,
     },
     Alter {
         name: String,
@@ -77,6 +119,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
     let mut deletes: Vec<String> = Vec::new();
     let mut if_not_exists = false;
     let mut if_exists = false;
+    let mut report: Option<PartitionReport> = None;
     let mut scan = Args::new(rest);
     // Which flags each subcommand takes; anything else is refused by name.
     let allowed: &[&str] = match sub.as_str() {
@@ -88,7 +131,13 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
         ],
         "alter" => &["--partitions", "--config", "--delete-config"],
         "delete" => &["--if-exists"],
-        "list" | "describe" => &[],
+        "describe" => &[
+            "--under-replicated-partitions",
+            "--under-min-isr-partitions",
+            "--at-min-isr-partitions",
+            "--unavailable-partitions",
+        ],
+        "list" => &[],
         other => return Err(CliError::Usage(format!("unknown subcommand '{other}'"))),
     };
     while let Some(arg) = scan.next_arg() {
@@ -134,7 +183,19 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             "--delete-config" => deletes.push(scan.value(name, inline)?.to_owned()),
             "--if-not-exists" => if_not_exists = true,
             "--if-exists" => if_exists = true,
-            _ => unreachable!("every allowed flag is matched"),
+            flag => {
+                let Some((_, wanted)) = PartitionReport::FLAGS.iter().find(|(f, _)| *f == flag)
+                else {
+                    unreachable!("every allowed flag is matched")
+                };
+                if report.is_some_and(|r| r != *wanted) {
+                    return Err(CliError::Usage(format!(
+                        "{flag}: only one of {} at a time",
+                        PartitionReport::FLAGS.map(|(f, _)| f).join(", ")
+                    )));
+                }
+                report = Some(*wanted);
+            }
         }
     }
     let one_name = |positionals: Vec<String>| -> Result<String, CliError> {
@@ -165,7 +226,10 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
             }
             Command::List
         }
-        "describe" => Command::Describe { names: positionals },
+        "describe" => Command::Describe {
+            names: positionals,
+            report,
+        },
         "alter" => {
             let name = one_name(positionals)?;
             if partitions.is_none() && configs.is_empty() && deletes.is_empty() {
@@ -238,7 +302,7 @@ pub async fn run(parsed: Parsed) -> Result<(), CliError> {
             }
             out.flush().map_err(CliError::Output)
         }
-        Command::Describe { names } => describe(&mut client, &names).await,
+        Command::Describe { names, report } => describe(&mut client, &names, report).await,
         Command::Alter {
             name,
             partitions,
@@ -286,7 +350,11 @@ fn topic_error(topic: &TopicDescription) -> String {
     }
 }
 
-async fn describe(client: &mut Client, names: &[String]) -> Result<(), CliError> {
+async fn describe(
+    client: &mut Client,
+    names: &[String],
+    report: Option<PartitionReport>,
+) -> Result<(), CliError> {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let topics = client
         .describe_topics(&refs)
@@ -294,31 +362,51 @@ async fn describe(client: &mut Client, names: &[String]) -> Result<(), CliError>
         .map_err(CliError::client("describing topics"))?;
     let (found, missing): (Vec<&TopicDescription>, Vec<&TopicDescription>) =
         topics.iter().partition(|t| t.error == ErrorCode::NONE);
-    let overrides = topic_overrides(client, &found).await?;
+    let configs = topic_configs(client, &found).await?;
+    // Kafka's TopicCommand judges availability against the brokers the cluster reports live.
+    let live: Vec<i32> = if report == Some(PartitionReport::Unavailable) {
+        client
+            .describe_cluster()
+            .await
+            .map_err(CliError::client("describing the cluster"))?
+            .brokers
+            .iter()
+            .map(|b| b.node_id)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut out = std::io::stdout().lock();
     for topic in &found {
-        let configs = overrides
-            .get(&topic.name)
-            .map(|pairs| {
-                pairs
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default();
-        let replication = topic.partitions.first().map_or(0, |p| p.replicas.len());
-        writeln!(
-            out,
-            "Topic: {}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {}\tConfigs: {}",
-            topic.name,
-            topic.topic_id.to_base64(),
-            topic.partitions.len(),
-            replication,
-            configs
-        )
-        .map_err(CliError::Output)?;
+        let min_isr = configs.min_isr.get(&topic.name).copied();
+        if report.is_none() {
+            let overrides = configs
+                .overrides
+                .get(&topic.name)
+                .map(|pairs| {
+                    pairs
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .unwrap_or_default();
+            let replication = topic.partitions.first().map_or(0, |p| p.replicas.len());
+            writeln!(
+                out,
+                "Topic: {}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {}\tConfigs: {}",
+                topic.name,
+                topic.topic_id.to_base64(),
+                topic.partitions.len(),
+                replication,
+                overrides
+            )
+            .map_err(CliError::Output)?;
+        }
         for p in &topic.partitions {
+            if report.is_some_and(|r| !r.matches(p, min_isr, &live)) {
+                continue;
+            }
             let leader = if p.leader_id < 0 {
                 "none".to_owned()
             } else {
@@ -352,15 +440,23 @@ async fn describe(client: &mut Client, names: &[String]) -> Result<(), CliError>
     )))
 }
 
-/// Each topic's config overrides, sorted by name. A broker without DescribeConfigs gets a
-/// warning and no overrides, so `describe` still shows the partitions.
-async fn topic_overrides(
+/// What `describe` shows of the topics' configs: each one's overrides, sorted by name, and its
+/// effective `min.insync.replicas` (whatever its source).
+#[derive(Default)]
+struct TopicConfigs {
+    overrides: BTreeMap<String, Vec<(String, String)>>,
+    min_isr: BTreeMap<String, usize>,
+}
+
+/// The topics' configs (from DescribeConfigs). A broker without DescribeConfigs gets a
+/// warning and none, so `describe` still shows the partitions.
+async fn topic_configs(
     client: &mut Client,
     topics: &[&TopicDescription],
-) -> Result<BTreeMap<String, Vec<(String, String)>>, CliError> {
-    let mut overrides = BTreeMap::new();
+) -> Result<TopicConfigs, CliError> {
+    let mut configs = TopicConfigs::default();
     if topics.is_empty() {
-        return Ok(overrides);
+        return Ok(configs);
     }
     let resources: Vec<ConfigResource> = topics
         .iter()
@@ -369,8 +465,8 @@ async fn topic_overrides(
     let results = match client.describe_configs(&resources).await {
         Ok(results) => results,
         Err(e @ ClientError::UnsupportedApi { .. }) => {
-            tracing::warn!("config overrides not shown: {e}");
-            return Ok(overrides);
+            tracing::warn!("topic configs not shown: {e}");
+            return Ok(configs);
         }
         Err(e) => return Err(CliError::client("describing topic configs")(e)),
     };
@@ -380,6 +476,13 @@ async fn topic_overrides(
         };
         match result {
             Ok(entries) => {
+                if let Some(min_isr) = entries
+                    .iter()
+                    .find(|e| e.name == "min.insync.replicas")
+                    .and_then(|e| e.value.as_deref()?.parse::<usize>().ok())
+                {
+                    configs.min_isr.insert(name.clone(), min_isr);
+                }
                 let mut pairs: Vec<(String, String)> = entries
                     .into_iter()
                     .filter(|e| e.source == ConfigSource::DYNAMIC_TOPIC_CONFIG)
@@ -393,12 +496,12 @@ async fn topic_overrides(
                     })
                     .collect();
                 pairs.sort();
-                overrides.insert(name, pairs);
+                configs.overrides.insert(name, pairs);
             }
-            Err(e) => tracing::warn!("config overrides of topic '{name}' not shown: {e}"),
+            Err(e) => tracing::warn!("configs of topic '{name}' not shown: {e}"),
         }
     }
-    Ok(overrides)
+    Ok(configs)
 }
 
 async fn alter(
@@ -547,7 +650,17 @@ mod tests {
         assert_eq!(
             parse(&["describe", "a", "b"]).unwrap().command,
             Command::Describe {
-                names: vec!["a".into(), "b".into()]
+                names: vec!["a".into(), "b".into()],
+                report: None,
+            }
+        );
+        assert_eq!(
+            parse(&["describe", "--under-min-isr-partitions"])
+                .unwrap()
+                .command,
+            Command::Describe {
+                names: Vec::new(),
+                report: Some(PartitionReport::UnderMinIsr),
             }
         );
         assert_eq!(
@@ -606,5 +719,51 @@ mod tests {
             "unknown option '--delete-config' for 'topics list'"
         );
         assert_eq!(err(&["list", "-b"]), "-b needs a value");
+        assert_eq!(
+            err(&[
+                "describe",
+                "--unavailable-partitions",
+                "--under-replicated-partitions"
+            ]),
+            "--under-replicated-partitions: only one of --under-replicated-partitions, \
+             --under-min-isr-partitions, --at-min-isr-partitions, --unavailable-partitions at \
+             a time"
+        );
+        assert_eq!(
+            err(&["list", "--unavailable-partitions"]),
+            "unknown option '--unavailable-partitions' for 'topics list'"
+        );
+    }
+
+    #[test]
+    fn cli_topics_reports_partitions_as_kafka_topics_does() {
+        let p = |leader: i32, isr: &[i32]| PartitionMetadata {
+            partition: 0,
+            error: ErrorCode::NONE,
+            leader_id: leader,
+            leader_epoch: 3,
+            replicas: vec![1, 2, 3],
+            isr: isr.to_vec(),
+        };
+        let live = [1, 2];
+        let whole = p(1, &[1, 2, 3]);
+        let short = p(1, &[1, 2]);
+        let alone = p(1, &[1]);
+        let leaderless = p(-1, &[]);
+        let on_dead = p(3, &[3]);
+        use PartitionReport::*;
+        let reported = |r: PartitionReport| {
+            [&whole, &short, &alone, &leaderless, &on_dead]
+                .iter()
+                .map(|p| r.matches(p, Some(2), &live))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(reported(UnderReplicated), [false, true, true, true, true]);
+        assert_eq!(reported(UnderMinIsr), [false, false, true, true, true]);
+        assert_eq!(reported(AtMinIsr), [false, true, false, false, false]);
+        assert_eq!(reported(Unavailable), [false, false, false, true, true]);
+        // Without a known min.insync.replicas only a leaderless partition is under it.
+        assert!(!UnderMinIsr.matches(&alone, None, &live));
+        assert!(UnderMinIsr.matches(&leaderless, None, &live));
     }
 }

@@ -4,8 +4,9 @@
 //! controller's listener) so that one broker that is not the active controller follows every
 //! partition and leads none. An idempotent acks=all librdkafka producer writes keyed records
 //! without pause while that follower is killed with SIGKILL: its partitions' ISRs shrink to
-//! the two others (`samsa topics describe` through each live broker) and acks=all goes on
-//! with two. Restarted on its data directory, the follower catches up and rejoins every ISR
+//! the two others (`samsa topics describe` through each live broker; its kafka-topics.sh
+//! reports list every partition under-replicated and at min ISR, none under min ISR or
+//! unavailable) and acks=all goes on with two. Restarted on its data directory, the follower catches up and rejoins every ISR
 //! (the time it took is printed); the producer goes on with three. Then an assigned consumer
 //! reads every partition from offset 0 to its high watermark: every acknowledged record is
 //! there exactly once, at the offset its delivery report gave, and each partition holds its
@@ -289,6 +290,42 @@ fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRo
     Ok(rows)
 }
 
+/// The partitions `samsa topics describe TOPIC <report>` through node `id` lists (its report
+/// options print partition lines only, as kafka-topics.sh's).
+fn reported_through(cluster: &ProcessCluster, id: i32, report: &str) -> Vec<i32> {
+    let out = samsa()
+        .args([
+            "topics",
+            "describe",
+            TOPIC,
+            report,
+            "-b",
+            &cluster.bootstrap(&[id]),
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run samsa topics describe");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "samsa topics describe {report}: {}: {stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.lines().all(|l| l.starts_with('\t')),
+        "{report} prints no topic line: {stdout}"
+    );
+    stdout
+        .lines()
+        .filter_map(|l| {
+            l.split('\t')
+                .find_map(|f| f.strip_prefix("Partition: "))
+                .map(|p| p.parse().expect("a partition"))
+        })
+        .collect()
+}
+
 /// What `through` (each node's own `samsa topics describe`) shows, in node order.
 fn describe_all(
     cluster: &ProcessCluster,
@@ -504,6 +541,22 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
         views_show(&describe_all(&cluster, &leaders), &placement, &two),
         "the ISRs stayed {two:?} while node {follower} was down"
     );
+    // kafka-topics.sh's reports: every partition under-replicated and at min ISR, none under
+    // it or unavailable.
+    let every: Vec<i32> = (0..PARTITIONS).collect();
+    let reports = [
+        ("--under-replicated-partitions", every.clone()),
+        ("--at-min-isr-partitions", every.clone()),
+        ("--under-min-isr-partitions", Vec::new()),
+        ("--unavailable-partitions", Vec::new()),
+    ];
+    for (report, want) in &reports {
+        assert_eq!(
+            &reported_through(&cluster, leaders[0], report),
+            want,
+            "{report} while node {follower} was down"
+        );
+    }
 
     // Restarted on its directory, it catches up and rejoins every ISR.
     cluster.restart(follower);
@@ -529,6 +582,11 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
         .expect("the deliveries")
         .acked_per_partition();
     let after = wait_acks(&producer, &deliveries, &at_rejoin, "after the rejoin").await;
+    assert_eq!(
+        reported_through(&cluster, leaders[0], "--under-replicated-partitions"),
+        Vec::<i32>::new(),
+        "nothing under-replicated once node {follower} rejoined"
+    );
 
     stop.store(true, Ordering::Relaxed);
     let sent = producing.await.expect("the producing task");

@@ -1,6 +1,7 @@
-//! DescribeCluster (key 60): the cluster id (from `meta.properties`), this node as the only
-//! broker and as the controller, at the advertised address of the listener the metadata
-//! names first. v1+ carries an endpoint type (KIP-919), refused as a Kafka broker listener
+//! DescribeCluster (key 60): the cluster id (from `meta.properties`), the live brokers as
+//! Metadata lists them (`cluster_view::live_brokers`: registered and unfenced in the image
+//! this broker applied, each at its advertised listener; this node alone before any image),
+//! and this node as the controller (KRaft hides the controllers from clients). v1+ carries an endpoint type (KIP-919), refused as a Kafka broker listener
 //! refuses it: controllers (2) get MISMATCHED_ENDPOINT_TYPE, a type Kafka does not define
 //! UNSUPPORTED_ENDPOINT_TYPE; a refusal carries only the code and the message. Asked for
 //! (`include_cluster_authorized_operations`), the cluster's authorized operations are every
@@ -47,18 +48,15 @@ pub fn handle(
             ..Default::default()
         };
     }
-    let brokers = broker
-        .config
-        .advertised_listeners
-        .first()
-        .map(|endpoint| DescribeClusterBroker {
-            broker_id: NodeId(node_id),
-            host: endpoint.host.clone(),
-            port: i32::from(endpoint.port),
-            rack: None,
+    let brokers = crate::broker::cluster_view::live_brokers(broker)
+        .into_iter()
+        .map(|b| DescribeClusterBroker {
+            broker_id: NodeId(b.id),
+            host: b.host,
+            port: i32::from(b.port),
+            rack: b.rack,
             is_fenced: false,
         })
-        .into_iter()
         .collect();
     DescribeClusterResponse {
         throttle_time_ms: 0,
