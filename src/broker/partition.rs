@@ -502,6 +502,12 @@ impl Partition {
         self.core().state().cloned()
     }
 
+    /// Where this leader's epoch began; None unless it leads (see
+    /// [`Replica::leader_epoch_start_offset`]).
+    pub fn leader_epoch_start_offset(&self) -> Option<i64> {
+        self.core().leader_epoch_start_offset()
+    }
+
     /// Whom this replica follows, if it follows.
     pub fn following(&self) -> Option<i32> {
         match self.core().role() {

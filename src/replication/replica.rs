@@ -226,6 +226,13 @@ impl Replica {
         &self.config
     }
 
+    /// Where this leader's epoch began (its log end when it was elected); None unless it
+    /// leads. Until the high watermark reaches it, the high watermark may lag what the
+    /// previous leader exposed (KIP-207).
+    pub fn leader_epoch_start_offset(&self) -> Option<i64> {
+        self.is_leader().then_some(self.leader_epoch_start_offset)
+    }
+
     /// Changes `min.insync.replicas` (a topic config change); the high watermark re-checks.
     pub fn set_min_insync_replicas(&mut self, min: usize) {
         assert!(min >= 1, "min.insync.replicas below 1");

@@ -146,6 +146,20 @@ fn an_isr_member_fetching_below_the_high_watermark_is_removed_at_once() {
 }
 
 #[test]
+fn a_new_leaders_epoch_starts_at_its_log_end_and_its_high_watermark_catches_up_to_it() {
+    let mut r = leader(2);
+    // Elected with 10 records, its high watermark (none checkpointed) lags the epoch's start:
+    // ListOffsets answers a consumer OFFSET_NOT_AVAILABLE until it has caught up (KIP-207).
+    assert_eq!(r.leader_epoch_start_offset(), Some(10));
+    assert_eq!(r.high_watermark(), 0);
+    r.follower_fetch(1, 2, 102, 5, 10).unwrap();
+    r.follower_fetch(1, 3, 103, 5, 10).unwrap();
+    assert_eq!(r.high_watermark(), 10);
+    r.resign();
+    assert_eq!(r.leader_epoch_start_offset(), None, "only a leader has one");
+}
+
+#[test]
 fn the_planted_fastest_member_bug_passes_the_slowest() {
     let bugs = ReplicaBugs {
         high_watermark_past_slowest: true,

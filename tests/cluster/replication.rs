@@ -176,6 +176,77 @@ async fn offset_for_leader_epoch_answers(nodes: &[ClusterNode], log_end: i64) {
     }
 }
 
+/// ListOffsets (latest) on partition 0: its leader answers the high watermark `log_end`,
+/// fences an older current epoch and refuses a newer one (KIP-320); a follower answers
+/// NOT_LEADER_OR_FOLLOWER, except to the debugging replica id -2.
+async fn list_offsets_answers(nodes: &[ClusterNode], log_end: i64) {
+    use samsa::client::connection::{Connection, ConnectionLimits};
+    use samsa::protocol::list_offsets::{
+        ListOffsetsPartition, ListOffsetsRequest, ListOffsetsResponse, ListOffsetsTopic,
+    };
+    use samsa::protocol::types::{LeaderEpoch, NodeId};
+    let state = nodes[0]
+        .node
+        .controller
+        .published()
+        .image
+        .partition(TOPIC, 0)
+        .map(|p| (p.leader, p.leader_epoch))
+        .expect("partition 0 has a leader");
+    let (leader, epoch) = state;
+    let ask = |replica_id: i32, current: i32| ListOffsetsRequest {
+        replica_id: NodeId(replica_id),
+        topics: vec![ListOffsetsTopic {
+            name: TOPIC.to_string(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: LeaderEpoch(current),
+                timestamp: -1,
+            }],
+        }],
+        ..Default::default()
+    };
+    for n in nodes {
+        let mut conn = Connection::connect(&n.address, "offsets-test", ConnectionLimits::default())
+            .await
+            .expect("connect");
+        let mut answer = async |replica_id: i32, current: i32| {
+            let r: ListOffsetsResponse = conn
+                .send(2, 7, &ask(replica_id, current))
+                .await
+                .expect("answer");
+            let p = &r.topics[0].partitions[0];
+            (p.error_code, p.offset.0)
+        };
+        if n.id == leader {
+            assert_eq!(
+                answer(-1, epoch).await,
+                (0, log_end),
+                "the leader, node {}",
+                n.id
+            );
+            assert_eq!(answer(-1, -1).await, (0, log_end), "no current epoch given");
+            if epoch > 0 {
+                assert_eq!(answer(-1, epoch - 1).await.0, 74, "FENCED_LEADER_EPOCH");
+            }
+            assert_eq!(answer(-1, epoch + 1).await.0, 75, "UNKNOWN_LEADER_EPOCH");
+        } else {
+            assert_eq!(
+                answer(-1, epoch).await.0,
+                6,
+                "NOT_LEADER_OR_FOLLOWER from follower {}",
+                n.id
+            );
+            assert_eq!(
+                answer(-2, -1).await,
+                (0, log_end),
+                "the debugging replica id is answered by follower {}",
+                n.id
+            );
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_hold_every_acknowledged_record_and_a_follower_rejoins() {
     let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -205,6 +276,7 @@ async fn three_replicas_hold_every_acknowledged_record_and_a_follower_rejoins() 
     }
 
     offset_for_leader_epoch_answers(&nodes, 10).await;
+    list_offsets_answers(&nodes, 10).await;
 
     // Stop a node that leads none of the partitions if there is one, else node 3: it leaves
     // every ISR (a controlled shutdown), and acks=all goes on with two replicas.

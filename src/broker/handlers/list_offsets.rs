@@ -4,6 +4,13 @@
 //!
 //! Answers are bounded by the high watermark, as Kafka's are for consumers: an offset above it
 //! could name a record that is later lost.
+//!
+//! As Kafka's `Partition.fetchOffsetForTimestamp`, only the leader answers (except the
+//! debugging replica id -2): NOT_LEADER_OR_FOLLOWER elsewhere, FENCED_LEADER_EPOCH and
+//! UNKNOWN_LEADER_EPOCH for a `current_leader_epoch` (v4+) older or newer than this leader's
+//! (KIP-320), and OFFSET_NOT_AVAILABLE to a consumer asking for the latest offset or a
+//! timestamp while a new leader's high watermark is below the start of its epoch: it may still
+//! lag what the previous leader exposed (KIP-207).
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -22,6 +29,10 @@ pub const EARLIEST_TIMESTAMP: i64 = -2;
 pub const LATEST_TIMESTAMP: i64 = -1;
 pub const MAX_TIMESTAMP: i64 = -3;
 pub const EARLIEST_LOCAL_TIMESTAMP: i64 = -4;
+/// `replica_id` of a consumer's request.
+pub const CONSUMER_REPLICA_ID: i32 = -1;
+/// `replica_id` of a debugging tool's request: answered by any replica.
+pub const DEBUGGING_REPLICA_ID: i32 = -2;
 /// Bytes read per step while scanning for a timestamp.
 const SCAN_CHUNK_BYTES: usize = 1 << 20;
 
@@ -48,6 +59,18 @@ pub async fn handle(
                     if version >= 4 {
                         response.leader_epoch = LeaderEpoch(partition.leader_epoch());
                     }
+                    let current = if version >= 4 {
+                        wanted.current_leader_epoch.0
+                    } else {
+                        -1
+                    };
+                    if let Some(code) =
+                        refusal(&partition, request.replica_id.0, current, wanted.timestamp)
+                    {
+                        response.error_code = code.code();
+                        partitions.push(response);
+                        continue;
+                    }
                     match lookup(&partition, wanted.timestamp).await {
                         Ok(Some((offset, timestamp))) => {
                             response.offset = Offset(offset);
@@ -69,6 +92,35 @@ pub async fn handle(
         topics,
         ..Default::default()
     }
+}
+
+/// Why this replica does not answer a lookup of `timestamp` for `replica_id`, if it does not
+/// (see the module's comment).
+pub fn refusal(
+    partition: &Partition,
+    replica_id: i32,
+    current_leader_epoch: i32,
+    timestamp: i64,
+) -> Option<ErrorCode> {
+    if replica_id == DEBUGGING_REPLICA_ID {
+        return None;
+    }
+    if !partition.is_leading() {
+        return Some(ErrorCode::NOT_LEADER_OR_FOLLOWER);
+    }
+    let ours = partition.leader_epoch();
+    if current_leader_epoch >= 0 && current_leader_epoch < ours {
+        return Some(ErrorCode::FENCED_LEADER_EPOCH);
+    }
+    if current_leader_epoch > ours {
+        return Some(ErrorCode::UNKNOWN_LEADER_EPOCH);
+    }
+    let lagging = partition
+        .leader_epoch_start_offset()
+        .is_some_and(|start| start > partition.high_watermark());
+    let asks_latest = timestamp == LATEST_TIMESTAMP || timestamp >= 0;
+    (replica_id == CONSUMER_REPLICA_ID && asks_latest && lagging)
+        .then_some(ErrorCode::OFFSET_NOT_AVAILABLE)
 }
 
 /// The (offset, timestamp) for `timestamp`, or `None` when no record qualifies.
