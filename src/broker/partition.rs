@@ -563,44 +563,76 @@ impl Partition {
     /// ISR holds it durably. Fails once this broker stops leading, or when the ISR shrinks
     /// below `min.insync.replicas` (the high watermark would not move until it grows again).
     pub async fn wait_replicated(&self, last_offset: i64) -> Result<(), PartitionError> {
-        loop {
-            let notified = self.data_arrived.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
+        self.wait_data(|| {
             self.check_live()?;
             if self.high_watermark() > last_offset {
-                return Ok(());
+                return Ok(Some(()));
             }
             self.check_leader()?;
-            {
-                let core = self.core();
-                if !core.enough_replicas() {
-                    return Err(PartitionError::NotEnoughReplicasAfterAppend {
-                        topic: self.topic.clone(),
-                        partition: self.index,
-                        isr: core.isr_len(),
-                        min_insync_replicas: core.config().min_insync_replicas,
-                    });
-                }
+            let core = self.core();
+            if !core.enough_replicas() {
+                return Err(PartitionError::NotEnoughReplicasAfterAppend {
+                    topic: self.topic.clone(),
+                    partition: self.index,
+                    isr: core.isr_len(),
+                    min_insync_replicas: core.config().min_insync_replicas,
+                });
             }
-            notified.await;
-        }
+            Ok(None)
+        })
+        .await
     }
 
     /// Waits, while this replica leads, until the high watermark reaches `offset`: every
     /// record below it is then acknowledged by the ISR. Unlike [`Partition::wait_replicated`]
     /// an ISR below `min.insync.replicas` is waited out, not refused; callers bound the wait.
     pub async fn wait_high_watermark(&self, offset: i64) -> Result<(), PartitionError> {
+        self.wait_data(|| {
+            self.check_live()?;
+            self.check_leader()?;
+            Ok((self.high_watermark() >= offset).then_some(()))
+        })
+        .await
+    }
+
+    /// Calls `poll` now and after every wake-up of `data_arrived` (a high watermark or log
+    /// end advance, a leadership change) until it decides: `Ok(Some(_))` or `Err(_)`. The
+    /// wake-up is armed before each poll, so none between a poll and the wait is missed.
+    async fn wait_data<T>(
+        &self,
+        mut poll: impl FnMut() -> Result<Option<T>, PartitionError>,
+    ) -> Result<T, PartitionError> {
         loop {
             let notified = self.data_arrived.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.check_live()?;
-            self.check_leader()?;
-            if self.high_watermark() >= offset {
-                return Ok(());
+            if let Some(done) = poll()? {
+                return Ok(done);
             }
             notified.await;
+        }
+    }
+
+    /// Whether this replica leads in `current_leader_epoch` (-1: not sent), as a request that
+    /// names the epoch it expects must find it (KIP-320): FENCED_LEADER_EPOCH for an older
+    /// one, UNKNOWN_LEADER_EPOCH for a newer one.
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), PartitionError> {
+        self.core()
+            .check_leader_epoch(current_leader_epoch)
+            .map_err(|refusal| self.fetch_refusal(refusal))
+    }
+
+    fn fetch_refusal(&self, refusal: FetchRefusal) -> PartitionError {
+        match refusal {
+            FetchRefusal::NotLeader => PartitionError::NotLeader {
+                topic: self.topic.clone(),
+                partition: self.index,
+            },
+            refusal => PartitionError::ReplicaFetch {
+                topic: self.topic.clone(),
+                partition: self.index,
+                refusal,
+            },
         }
     }
 
@@ -617,17 +649,7 @@ impl Partition {
         last_fetched_epoch: i32,
     ) -> Result<Option<EpochEnd>, PartitionError> {
         self.check_live()?;
-        let refusal = |refusal| match refusal {
-            FetchRefusal::NotLeader => PartitionError::NotLeader {
-                topic: self.topic.clone(),
-                partition: self.index,
-            },
-            refusal => PartitionError::ReplicaFetch {
-                topic: self.topic.clone(),
-                partition: self.index,
-                refusal,
-            },
-        };
+        let refusal = |refusal| self.fetch_refusal(refusal);
         // Checked before the divergence, and the fetch offset of a diverging follower is not
         // recorded: it counts records the leader does not have.
         self.core()

@@ -131,12 +131,7 @@ pub fn parse_args(args: &[String]) -> Result<Parsed, CliError> {
         ],
         "alter" => &["--partitions", "--config", "--delete-config"],
         "delete" => &["--if-exists"],
-        "describe" => &[
-            "--under-replicated-partitions",
-            "--under-min-isr-partitions",
-            "--at-min-isr-partitions",
-            "--unavailable-partitions",
-        ],
+        "describe" => &PartitionReport::FLAGS.map(|(flag, _)| flag),
         "list" => &[],
         other => return Err(CliError::Usage(format!("unknown subcommand '{other}'"))),
     };

@@ -394,6 +394,17 @@ impl Replica {
         replica_id: i32,
         current_leader_epoch: i32,
     ) -> Result<(), FetchRefusal> {
+        self.check_leader_epoch(current_leader_epoch)?;
+        if !self.followers.contains_key(&replica_id) {
+            return Err(FetchRefusal::NotReplica);
+        }
+        Ok(())
+    }
+
+    /// Whether this replica leads in `current_leader_epoch` (-1: not sent): KIP-320's check of
+    /// every request that names the leader epoch it expects (a follower's or consumer's fetch,
+    /// ListOffsets, OffsetForLeaderEpoch).
+    pub fn check_leader_epoch(&self, current_leader_epoch: i32) -> Result<(), FetchRefusal> {
         if self.role != Role::Leader {
             return Err(FetchRefusal::NotLeader);
         }
@@ -403,9 +414,6 @@ impl Replica {
         }
         if current_leader_epoch > epoch {
             return Err(FetchRefusal::UnknownLeaderEpoch);
-        }
-        if !self.followers.contains_key(&replica_id) {
-            return Err(FetchRefusal::NotReplica);
         }
         Ok(())
     }

@@ -244,11 +244,13 @@ struct PartitionRow {
     isr: BTreeSet<i32>,
 }
 
-/// `samsa topics describe TOPIC -b <node id's client listener>`'s partition lines, or the
-/// tool's failure (a node not serving yet).
-fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRow>, String> {
+/// `samsa topics describe TOPIC <options> -b <node id's client listener>`'s standard output,
+/// or the tool's failure (its status and output).
+fn describe_output(cluster: &ProcessCluster, id: i32, options: &[&str]) -> Result<String, String> {
     let out = samsa()
-        .args(["topics", "describe", TOPIC, "-b", &cluster.bootstrap(&[id])])
+        .args(["topics", "describe", TOPIC])
+        .args(options)
+        .args(["-b", &cluster.bootstrap(&[id])])
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run samsa topics describe");
@@ -260,6 +262,13 @@ fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRo
             String::from_utf8_lossy(&out.stderr)
         ));
     }
+    Ok(stdout)
+}
+
+/// `samsa topics describe TOPIC -b <node id's client listener>`'s partition lines, or the
+/// tool's failure (a node not serving yet).
+fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRow>, String> {
+    let stdout = describe_output(cluster, id, &[])?;
     let ids = |list: &str| -> Vec<i32> {
         list.split(',')
             .filter(|s| !s.is_empty())
@@ -293,25 +302,8 @@ fn describe_through(cluster: &ProcessCluster, id: i32) -> Result<Vec<PartitionRo
 /// The partitions `samsa topics describe TOPIC <report>` through node `id` lists (its report
 /// options print partition lines only, as kafka-topics.sh's).
 fn reported_through(cluster: &ProcessCluster, id: i32, report: &str) -> Vec<i32> {
-    let out = samsa()
-        .args([
-            "topics",
-            "describe",
-            TOPIC,
-            report,
-            "-b",
-            &cluster.bootstrap(&[id]),
-        ])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run samsa topics describe");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "samsa topics describe {report}: {}: {stdout}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = describe_output(cluster, id, &[report])
+        .unwrap_or_else(|e| panic!("samsa topics describe {report}: {e}"));
     assert!(
         stdout.lines().all(|l| l.starts_with('\t')),
         "{report} prints no topic line: {stdout}"

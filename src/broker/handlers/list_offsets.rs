@@ -105,15 +105,8 @@ pub fn refusal(
     if replica_id == DEBUGGING_REPLICA_ID {
         return None;
     }
-    if !partition.is_leading() {
-        return Some(ErrorCode::NOT_LEADER_OR_FOLLOWER);
-    }
-    let ours = partition.leader_epoch();
-    if current_leader_epoch >= 0 && current_leader_epoch < ours {
-        return Some(ErrorCode::FENCED_LEADER_EPOCH);
-    }
-    if current_leader_epoch > ours {
-        return Some(ErrorCode::UNKNOWN_LEADER_EPOCH);
+    if let Err(e) = partition.check_leader_epoch(current_leader_epoch) {
+        return Some(partition_error_code(&e));
     }
     let lagging = partition
         .leader_epoch_start_offset()

@@ -11,6 +11,7 @@
 
 use std::sync::Arc;
 
+use crate::broker::handlers::partition_error_code;
 use crate::broker::Broker;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::offset_for_leader_epoch::{
@@ -38,22 +39,18 @@ pub async fn handle(
                 .and_then(|t| t.partition(wanted.partition));
             let code = match partition {
                 None => ErrorCode::UNKNOWN_TOPIC_OR_PARTITION,
-                Some(partition) if !partition.is_leading() => ErrorCode::NOT_LEADER_OR_FOLLOWER,
                 Some(partition) => {
-                    let current = wanted.current_leader_epoch.0;
-                    let ours = partition.leader_epoch();
-                    if current >= 0 && current < ours {
-                        ErrorCode::FENCED_LEADER_EPOCH
-                    } else if current > ours {
-                        ErrorCode::UNKNOWN_LEADER_EPOCH
-                    } else {
-                        let end = partition
-                            .log()
-                            .end_offset_for_epoch(wanted.leader_epoch.0)
-                            .await;
-                        answer.leader_epoch = LeaderEpoch(end.epoch);
-                        answer.end_offset = Offset(end.end_offset);
-                        ErrorCode::NONE
+                    match partition.check_leader_epoch(wanted.current_leader_epoch.0) {
+                        Err(e) => partition_error_code(&e),
+                        Ok(()) => {
+                            let end = partition
+                                .log()
+                                .end_offset_for_epoch(wanted.leader_epoch.0)
+                                .await;
+                            answer.leader_epoch = LeaderEpoch(end.epoch);
+                            answer.end_offset = Offset(end.end_offset);
+                            ErrorCode::NONE
+                        }
                     }
                 }
             };
