@@ -22,7 +22,10 @@
 //!   outside the ISR whose fetch offset reaches the high watermark and the start of this
 //!   leader epoch, and whose broker is unfenced, not shutting down and fetching at its
 //!   registered broker epoch (KIP-841, KIP-903), is proposed for addition. One proposal is in
-//!   flight at a time, as in Kafka.
+//!   flight at a time, as in Kafka, and it stays in flight (counted in the maximal ISR, sent
+//!   again) until the committed metadata settles it or the controller says it did nothing:
+//!   an error answer alone does not tell that the change was not written (a deposed
+//!   controller's record may still commit).
 //! - A follower's high watermark is the leader's, capped at its own log end.
 //!
 //! Invariants (release assertions): the high watermark never passes the leader's
@@ -38,6 +41,10 @@ pub const UNKNOWN_OFFSET: i64 = -1;
 /// An ISR change the controller has not answered in this long is asked again (Kafka resends
 /// after a failed or timed-out AlterPartition).
 pub const ALTER_PARTITION_RETRY_MS: u64 = 2_000;
+/// An ISR change whose answer left its outcome unknown (the request failed on the way, the
+/// controller was deposed before its record committed) is asked again after this long.
+pub const ALTER_PARTITION_BACKOFF_MS: u64 = 100;
+const _: () = assert!(ALTER_PARTITION_BACKOFF_MS < ALTER_PARTITION_RETRY_MS);
 /// The most replicas a partition may have (the controller's placement limit).
 pub const REPLICAS_MAX: usize = 16;
 
@@ -96,11 +103,14 @@ pub struct IsrProposal {
     pub new_isr: Vec<(i32, i64)>,
 }
 
-/// A proposal sent and not yet answered.
+/// A proposal sent and not yet settled: unanswered, or answered in a way that leaves its
+/// outcome unknown. Its members count in the maximal ISR until the committed metadata shows
+/// what the controller did, or the controller said it did nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct InFlight {
     proposal: IsrProposal,
-    sent_ms: u64,
+    /// When it is sent again if still not settled.
+    resend_at_ms: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -274,6 +284,11 @@ impl Replica {
         let mut isr: BTreeSet<i32> = state.isr.iter().copied().collect();
         if let Some(in_flight) = &self.in_flight {
             isr.extend(in_flight.proposal.new_isr.iter().map(|(id, _)| *id));
+        }
+        // A proposal decided and not yet taken by the driver counts as well: the same step
+        // puts it in flight.
+        if let Some(to_send) = &self.to_send {
+            isr.extend(to_send.new_isr.iter().map(|(id, _)| *id));
         }
         isr.into_iter().collect()
     }
@@ -485,7 +500,7 @@ impl Replica {
             return;
         }
         if let Some(in_flight) = &self.in_flight {
-            if now_ms.saturating_sub(in_flight.sent_ms) >= ALTER_PARTITION_RETRY_MS {
+            if now_ms >= in_flight.resend_at_ms {
                 self.to_send = Some(in_flight.proposal.clone());
                 self.in_flight = None;
             }
@@ -557,7 +572,7 @@ impl Replica {
         if let Some(proposal) = &alter_partition {
             self.in_flight = Some(InFlight {
                 proposal: proposal.clone(),
-                sent_ms: now_ms,
+                resend_at_ms: now_ms.saturating_add(ALTER_PARTITION_RETRY_MS),
             });
             // A member being added counts at once (KIP-497).
             self.maybe_advance_high_watermark();
@@ -571,19 +586,22 @@ impl Replica {
     }
 
     /// The controller answered a proposal: with the partition's new committed state, or an
-    /// error (the proposal is dropped; a later tick or fetch proposes again, against the
-    /// state the next image brings).
+    /// error. Kafka's `Partition.handleAlterPartitionError`: only an explicit "not done"
+    /// (OPERATION_NOT_ATTEMPTED, INELIGIBLE_REPLICA) drops the proposal at once. Any other
+    /// error may come after the controller wrote the change (a controller deposed before its
+    /// record committed answers NOT_CONTROLLER, yet a later leader of the metadata quorum may
+    /// commit that record): the proposal stays counted in the maximal ISR, and is sent again,
+    /// until the committed metadata shows the outcome (see [`Replica::apply_state`]).
     pub fn alter_partition_answered(
         &mut self,
         now_ms: u64,
         answer: Result<PartitionState, AlterPartitionRefusal>,
     ) {
-        let Some(in_flight) = self.in_flight.take() else {
+        let Some(mut in_flight) = self.in_flight.take() else {
             return;
         };
-        // A refusal only drops the proposal.
-        if let Ok(state) = answer {
-            {
+        match answer {
+            Ok(state) => {
                 let current = self.state.as_ref().map_or(-1, |s| s.partition_epoch);
                 if self.role == Role::Leader
                     && state.leader_epoch == in_flight.proposal.leader_epoch
@@ -594,6 +612,19 @@ impl Replica {
                     self.apply_state(now_ms, state, brokers, ends);
                 }
             }
+            Err(refusal) => match refusal.outcome() {
+                RefusalOutcome::NotApplied => {}
+                RefusalOutcome::Stale => {
+                    // The image that made it stale is on its way; ask again only if it
+                    // does not come.
+                    in_flight.resend_at_ms = now_ms.saturating_add(ALTER_PARTITION_RETRY_MS);
+                    self.in_flight = Some(in_flight);
+                }
+                RefusalOutcome::Unknown => {
+                    in_flight.resend_at_ms = now_ms.saturating_add(ALTER_PARTITION_BACKOFF_MS);
+                    self.in_flight = Some(in_flight);
+                }
+            },
         }
         self.maybe_advance_high_watermark();
     }
@@ -668,6 +699,37 @@ impl Replica {
 pub struct AlterPartitionRefusal {
     pub code: i16,
     pub message: String,
+}
+
+/// What a refused ISR change says of the controller's metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalOutcome {
+    /// The controller did not write the change.
+    NotApplied,
+    /// The proposal was made against an older state (epoch, topic): the image will show
+    /// the newer one, and whether the change is in it.
+    Stale,
+    /// Nothing is known: the change may be written, and even commit later.
+    Unknown,
+}
+
+impl AlterPartitionRefusal {
+    pub fn outcome(&self) -> RefusalOutcome {
+        use crate::protocol::error::ErrorCode;
+        let code = ErrorCode(self.code);
+        if code == ErrorCode::OPERATION_NOT_ATTEMPTED || code == ErrorCode::INELIGIBLE_REPLICA {
+            RefusalOutcome::NotApplied
+        } else if code == ErrorCode::INVALID_UPDATE_VERSION
+            || code == ErrorCode::FENCED_LEADER_EPOCH
+            || code == ErrorCode::UNKNOWN_TOPIC_OR_PARTITION
+            || code == ErrorCode::UNKNOWN_TOPIC_ID
+            || code == ErrorCode::INVALID_REQUEST
+        {
+            RefusalOutcome::Stale
+        } else {
+            RefusalOutcome::Unknown
+        }
+    }
 }
 
 fn fresh_follower(last_caught_up_ms: u64) -> FollowerState {

@@ -204,6 +204,70 @@ fn expansion_needs_an_eligible_broker_at_its_registered_epoch() {
     );
 }
 
+/// Page-cache sweep seed 1974: the active controller, cut off from the quorum, wrote the
+/// leader's expansion {1,2} + 3 but could not commit it and answered NOT_CONTROLLER; the
+/// leader dropped 3 from its maximal ISR and acknowledged records 3 lacked; the next quorum
+/// leader committed the record, and 3, in the ISR without them, was elected.
+#[test]
+fn an_expansion_whose_outcome_is_unknown_stays_counted_until_the_image_settles_it() {
+    let mut r = Replica::new(config(1, 2), 0, ReplicaBugs::default());
+    r.apply_state(0, state(1, 5, 7, &[1, 2]), brokers(), (10, 10));
+    r.follower_fetch(1, 2, 102, 5, 10).unwrap();
+    assert_eq!(r.high_watermark(), 10);
+    r.leader_end_advanced(20, 20);
+    r.follower_fetch(2, 3, 103, 5, 10).unwrap();
+    let expansion = r
+        .ready(2)
+        .alter_partition
+        .expect("3 reached the high watermark");
+    assert_eq!(r.maximal_isr(), vec![1, 2, 3]);
+    r.alter_partition_answered(
+        3,
+        Err(AlterPartitionRefusal {
+            code: 41,
+            message: "NOT_CONTROLLER".to_string(),
+        }),
+    );
+    assert_eq!(r.maximal_isr(), vec![1, 2, 3], "it may still commit");
+    r.follower_fetch(4, 2, 102, 5, 20).unwrap();
+    assert_eq!(r.high_watermark(), 10, "3 has only 10");
+    r.tick(3 + ALTER_PARTITION_BACKOFF_MS);
+    assert_eq!(
+        r.ready(3 + ALTER_PARTITION_BACKOFF_MS).alter_partition,
+        Some(expansion),
+        "sent again after the backoff"
+    );
+    // The next controller committed the first request: the image settles it.
+    r.apply_state(200, state(1, 5, 8, &[1, 2, 3]), brokers(), (20, 20));
+    r.follower_fetch(201, 3, 103, 5, 20).unwrap();
+    assert_eq!(r.high_watermark(), 20);
+    assert_eq!(
+        r.ready(201).alter_partition,
+        None,
+        "settled, nothing to resend"
+    );
+}
+
+#[test]
+fn an_expansion_the_controller_did_not_attempt_is_dropped_at_once() {
+    let mut r = Replica::new(config(1, 2), 0, ReplicaBugs::default());
+    r.apply_state(0, state(1, 5, 7, &[1, 2]), brokers(), (10, 10));
+    r.follower_fetch(1, 2, 102, 5, 10).unwrap();
+    r.leader_end_advanced(20, 20);
+    r.follower_fetch(2, 3, 103, 5, 10).unwrap();
+    assert!(r.ready(2).alter_partition.is_some());
+    r.alter_partition_answered(
+        3,
+        Err(AlterPartitionRefusal {
+            code: 107,
+            message: "INELIGIBLE_REPLICA".to_string(),
+        }),
+    );
+    assert_eq!(r.maximal_isr(), vec![1, 2]);
+    r.follower_fetch(4, 2, 102, 5, 20).unwrap();
+    assert_eq!(r.high_watermark(), 20);
+}
+
 #[test]
 fn expansion_waits_for_the_start_of_the_leader_epoch() {
     // The leader became leader at log end 10 with high watermark 4 (from its checkpoint).
@@ -264,7 +328,7 @@ fn an_unanswered_proposal_is_sent_again() {
 }
 
 #[test]
-fn a_refused_proposal_is_dropped_and_the_image_decides() {
+fn a_stale_proposal_waits_for_the_image_that_decides() {
     let mut r = leader(2);
     r.follower_fetch(1, 2, 102, 5, 10).unwrap();
     r.tick(LAG_MS + 1);
@@ -272,7 +336,7 @@ fn a_refused_proposal_is_dropped_and_the_image_decides() {
     r.alter_partition_answered(
         LAG_MS + 2,
         Err(AlterPartitionRefusal {
-            code: 108,
+            code: 95,
             message: "INVALID_UPDATE_VERSION".to_string(),
         }),
     );
