@@ -79,6 +79,15 @@ pub struct BrokerConfig {
     pub auto_create_topics_enable: bool,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `unclean.leader.election.enable`: the controller's default for topics that do not
+    /// set it (false: a partition whose ISR and ELR are gone waits for one of them).
+    pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable`, `leader.imbalance.check.interval.seconds` (in ms)
+    /// and `leader.imbalance.per.broker.percentage`: the controller moves leaders back to
+    /// their preferred replicas.
+    pub auto_leader_rebalance_enable: bool,
+    pub leader_imbalance_check_interval_ms: u64,
+    pub leader_imbalance_per_broker_percentage: u32,
     /// `message.max.bytes`: the largest record batch accepted (topic `max.message.bytes`).
     pub message_max_bytes: usize,
     /// `socket.request.max.bytes`: the largest request frame read, at most
@@ -363,6 +372,10 @@ impl Default for BrokerConfig {
             default_replication_factor: 1,
             auto_create_topics_enable: true,
             delete_topic_enable: true,
+            unclean_leader_election_enable: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
+            leader_imbalance_per_broker_percentage: 10,
             message_max_bytes: 1_048_588,
             socket_request_max_bytes: crate::protocol::frame::SOCKET_REQUEST_BYTES_MAX_DEFAULT,
             max_connections: 10_000,
@@ -810,6 +823,10 @@ pub const RECOGNISED_BROKER_KEYS: &[&str] = &[
     "default.replication.factor",
     "auto.create.topics.enable",
     "delete.topic.enable",
+    "unclean.leader.election.enable",
+    "auto.leader.rebalance.enable",
+    "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
     "message.max.bytes",
     "socket.request.max.bytes",
     "max.connections",
@@ -1210,6 +1227,22 @@ impl BrokerConfig {
         }
         if let Some(b) = s.bool("delete.topic.enable")? {
             c.delete_topic_enable = b;
+        }
+        if let Some(b) = s.bool("unclean.leader.election.enable")? {
+            c.unclean_leader_election_enable = b;
+        }
+        if let Some(b) = s.bool("auto.leader.rebalance.enable")? {
+            c.auto_leader_rebalance_enable = b;
+        }
+        if let Some(n) = s.int(
+            "leader.imbalance.check.interval.seconds",
+            1,
+            i64::from(i32::MAX),
+        )? {
+            c.leader_imbalance_check_interval_ms = n.unsigned_abs() * 1_000;
+        }
+        if let Some(n) = s.int("leader.imbalance.per.broker.percentage", 0, 100)? {
+            c.leader_imbalance_per_broker_percentage = u32::try_from(n).unwrap_or(10);
         }
         let request_max = SOCKET_REQUEST_MAX_BYTES_MAX as i64;
         if let Some(n) = s.int("socket.request.max.bytes", 1, request_max)? {

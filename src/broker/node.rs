@@ -216,6 +216,12 @@ impl Node {
         controller_config.default_replication_factor = config.default_replication_factor;
         controller_config.min_insync_replicas = config.min_insync_replicas;
         controller_config.delete_topic_enable = config.delete_topic_enable;
+        controller_config.unclean_leader_election_enable = config.unclean_leader_election_enable;
+        controller_config.auto_leader_rebalance_enable = config.auto_leader_rebalance_enable;
+        controller_config.leader_imbalance_check_interval_ms =
+            config.leader_imbalance_check_interval_ms;
+        controller_config.leader_imbalance_per_broker_percentage =
+            config.leader_imbalance_per_broker_percentage;
         controller_config.proposal_bytes_max =
             crate::cli::controller::proposal_bytes_max(&raft_config);
         let policy = Arc::new(BrokerConfigPolicy {

@@ -10,6 +10,7 @@ pub mod consume_group;
 pub mod controller;
 pub mod format;
 pub mod groups;
+pub mod leader_election;
 pub mod metadata_quorum;
 pub mod perf;
 pub mod perf_clean;
@@ -31,6 +32,8 @@ commands:
   produce --topic T [options]               write stdin lines as records
   consume --topic T [--group G] [options]   print records (as a group member with --group)
   groups list|describe|delete|reset-offsets|delete-offsets   administer consumer groups
+  leader-election --election-type preferred|unclean (--all-topic-partitions | --topic T --partition N)
+                                            elect partition leaders (kafka-leader-election.sh)
   metadata-quorum --bootstrap-server|--bootstrap-controller H:P describe --status|--replication
                                             the KRaft quorum (kafka-metadata-quorum.sh)
   version                                   print the version";
@@ -47,6 +50,7 @@ pub fn main(args: Vec<String>) -> ExitCode {
         Some("consume") => consume::main(&args[1..]),
         Some("groups") => groups::main(&args[1..]),
         Some("metadata-quorum") => metadata_quorum::main(&args[1..]),
+        Some("leader-election") => leader_election::main(&args[1..]),
         Some("version" | "--version" | "-V") => {
             println!("samsa {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

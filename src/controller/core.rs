@@ -99,6 +99,11 @@ pub const METADATA_TOPIC_NAME: &str = "__cluster_metadata";
 /// [`ControllerConfig::proposal_bytes_max`] by default: the quorum's default fetch size less
 /// room for the batch's framing and each record's header.
 pub const PROPOSAL_BYTES_DEFAULT: usize = (1 << 20) - (128 << 10);
+/// How often the active controller looks for leaderless partitions whose topic allows an
+/// unclean election (the config may have changed since they lost their leader).
+pub const UNCLEAN_ELECTION_CHECK_MS: u64 = 1_000;
+/// The topic config that allows an unclean election.
+pub const UNCLEAN_LEADER_ELECTION_CONFIG: &str = "unclean.leader.election.enable";
 
 const _: () = assert!(PENDING_PROPOSALS_MAX <= DEFERRED_REPLIES_MAX);
 const _: () = assert!(PARTITIONS_PER_TOPIC_MAX as usize * 2 <= PROPOSAL_RECORDS_MAX);
@@ -121,6 +126,17 @@ pub struct ControllerConfig {
     pub min_insync_replicas: i32,
     /// `delete.topic.enable`.
     pub delete_topic_enable: bool,
+    /// `unclean.leader.election.enable` of the controller's static config: whether a
+    /// partition without any ISR or ELR member left may elect any live replica (losing what
+    /// it lacks), when neither the topic nor the cluster-wide broker default sets it.
+    pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable`: leaders move back to their preferred replicas.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds`, in ms: how often the imbalance is checked.
+    pub leader_imbalance_check_interval_ms: u64,
+    /// `leader.imbalance.per.broker.percentage`: the share of a broker's preferred
+    /// partitions led elsewhere above which they move back.
+    pub leader_imbalance_per_broker_percentage: u32,
     /// Seeds the topic ids this controller draws (from `rt`'s randomness in the driver).
     pub seed: u64,
     /// The most bytes of encoded records one proposal may hold: what one batch of the
@@ -154,6 +170,10 @@ impl ControllerConfig {
             default_replication_factor: 1,
             min_insync_replicas: 1,
             delete_topic_enable: true,
+            unclean_leader_election_enable: false,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
+            leader_imbalance_per_broker_percentage: 10,
             seed,
             proposal_bytes_max: PROPOSAL_BYTES_DEFAULT,
             colocated_broker: None,
@@ -283,6 +303,19 @@ pub enum ControllerError {
         what: &'static str,
         limit: usize,
     },
+    /// ElectLeaders: the partition already has the leader the election would choose.
+    ElectionNotNeeded {
+        partition: String,
+    },
+    /// ElectLeaders (preferred): the preferred replica cannot lead now.
+    PreferredLeaderNotAvailable {
+        partition: String,
+        reason: String,
+    },
+    /// ElectLeaders (unclean): no live replica to elect.
+    EligibleLeadersNotAvailable {
+        partition: String,
+    },
 }
 
 impl std::fmt::Display for ControllerError {
@@ -377,6 +410,15 @@ impl std::fmt::Display for ControllerError {
             ),
             E::Overloaded { what, limit } => {
                 write!(f, "the controller has {limit} {what} waiting already")
+            }
+            E::ElectionNotNeeded { partition } => {
+                write!(f, "{partition}: the leader the election would choose leads already")
+            }
+            E::PreferredLeaderNotAvailable { partition, reason } => {
+                write!(f, "{partition}: the preferred replica cannot lead: {reason}")
+            }
+            E::EligibleLeadersNotAvailable { partition } => {
+                write!(f, "{partition}: no live replica can lead")
             }
         }
     }
@@ -473,6 +515,12 @@ pub enum Request {
     /// `new_isr_with_epochs` (v3) or, when that is empty, `new_isr` (v2, every broker epoch
     /// -1: not checked).
     AlterPartition(AlterPartitionRequest),
+    /// ElectLeaders: the partitions named (None: every partition) get the leader the
+    /// election type chooses.
+    ElectLeaders {
+        election: ElectionType,
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+    },
     /// The records of a data directory of the previous release
     /// ([`super::migration::LegacyDirectory::records`]), written as one batch onto a log
     /// that holds no topics, configs or producer ids yet.
@@ -533,7 +581,22 @@ pub enum Reply {
     AllocateProducerIds(Result<(i64, i32), ControllerError>),
     /// Refused whole (a stale requester, NOT_CONTROLLER), or each partition's outcome.
     AlterPartition(Result<AlterPartitionResults, ControllerError>),
+    /// Per topic, each partition's outcome.
+    ElectLeaders(ElectLeadersResults),
     Migrate(Result<(), ControllerError>),
+}
+
+/// ElectLeaders' outcome: per topic name, per partition index.
+pub type ElectLeadersResults = Vec<(String, Vec<(i32, Result<(), ControllerError>)>)>;
+
+/// ElectLeaders' election type (KIP-460).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElectionType {
+    /// The first replica of the assignment, if it is in the ISR and live.
+    Preferred,
+    /// A leader from the ISR or ELR if any is live, else any live replica (records it lacks
+    /// are lost), for partitions without a leader.
+    Unclean,
 }
 
 impl Reply {
@@ -568,6 +631,16 @@ impl Reply {
             ),
             Request::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
             Request::AlterPartition(_) => Reply::AlterPartition(Err(error)),
+            Request::ElectLeaders { partitions, .. } => Reply::ElectLeaders(
+                partitions
+                    .iter()
+                    .flatten()
+                    .map(|(topic, indexes)| {
+                        let results = indexes.iter().map(|i| (*i, Err(error.clone())));
+                        (topic.clone(), results.collect())
+                    })
+                    .collect(),
+            ),
             Request::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
@@ -591,6 +664,14 @@ impl Reply {
             }
             Reply::AllocateProducerIds(_) => Reply::AllocateProducerIds(Err(error)),
             Reply::AlterPartition(_) => Reply::AlterPartition(Err(error)),
+            Reply::ElectLeaders(v) => Reply::ElectLeaders(
+                v.into_iter()
+                    .map(|(topic, partitions)| {
+                        let refused = partitions.into_iter().map(|(i, _)| (i, Err(error.clone())));
+                        (topic, refused.collect())
+                    })
+                    .collect(),
+            ),
             Reply::Migrate(_) => Reply::Migrate(Err(error)),
         }
     }
@@ -651,6 +732,10 @@ struct Active {
     heard_from: BTreeSet<i32>,
     /// Where the next topic's replicas start among the usable brokers.
     placement_cursor: usize,
+    /// When the next leader check runs: the leaderless partitions an unclean election may
+    /// serve, and, every `leader.imbalance.check.interval.seconds`, the preferred leaders.
+    next_unclean_check_ms: u64,
+    next_rebalance_ms: u64,
 }
 
 /// The controller.
@@ -722,14 +807,21 @@ impl Controller {
     /// The next time [`Controller::tick`] has something to do, if any.
     pub fn next_deadline_ms(&self) -> Option<u64> {
         let active = self.active.as_ref()?;
-        active
+        let sessions = active
             .working
             .brokers
             .values()
             .filter(|b| !b.fenced)
             .filter_map(|b| active.sessions.get(&b.id))
-            .map(|last| last + self.config.session_timeout_ms)
-            .min()
+            .map(|last| last + self.config.session_timeout_ms);
+        let sessions: Vec<u64> = sessions.collect();
+        // Without a live broker nothing can lead, let alone move.
+        let rebalance = (self.config.auto_leader_rebalance_enable && !sessions.is_empty())
+            .then_some(active.next_rebalance_ms);
+        let unclean = self
+            .unclean_election_configured()
+            .then_some(active.next_unclean_check_ms);
+        sessions.into_iter().chain(rebalance).chain(unclean).min()
     }
 
     /// Applies one committed batch: `records` at `base_offset..`, or a control batch (no
@@ -837,6 +929,9 @@ impl Controller {
             sessions,
             heard_from,
             placement_cursor: 0,
+            next_unclean_check_ms: now_ms.saturating_add(UNCLEAN_ELECTION_CHECK_MS),
+            next_rebalance_ms: now_ms
+                .saturating_add(self.config.leader_imbalance_check_interval_ms),
         });
         // A new cluster's log begins with its metadata.version (Kafka's bootstrap records).
         if self.committed.metadata_version().is_none() {
@@ -903,6 +998,10 @@ impl Controller {
                 Reply::AllocateProducerIds(self.allocate_producer_ids(&r))
             }
             Request::AlterPartition(r) => Reply::AlterPartition(self.alter_partition(&r)),
+            Request::ElectLeaders {
+                election,
+                partitions,
+            } => Reply::ElectLeaders(self.elect_leaders(election, partitions)),
             Request::Migrate(records) => Reply::Migrate(self.migrate(records)),
         };
         let active = self.active.as_mut().expect("still active");
@@ -932,6 +1031,28 @@ impl Controller {
             tracing::info!(broker_id, "fencing a broker whose session expired");
             let records = self.fence_records(broker_id);
             self.write(records);
+        }
+        let unclean_due = now_ms >= self.active().next_unclean_check_ms;
+        if unclean_due && self.unclean_election_configured() {
+            let active = self.active.as_mut().expect("active");
+            active.next_unclean_check_ms = now_ms.saturating_add(UNCLEAN_ELECTION_CHECK_MS);
+            let records = self.unclean_elections();
+            if !records.is_empty() {
+                self.write(records);
+            }
+        }
+        let active = self.active.as_mut().expect("active");
+        if self.config.auto_leader_rebalance_enable && now_ms >= active.next_rebalance_ms {
+            active.next_rebalance_ms =
+                now_ms.saturating_add(self.config.leader_imbalance_check_interval_ms);
+            let records = self.rebalance_records();
+            if !records.is_empty() {
+                tracing::info!(
+                    partitions = records.len(),
+                    "moving leaders back to their preferred replicas"
+                );
+                self.write(records);
+            }
         }
     }
 
@@ -1203,22 +1324,63 @@ impl Controller {
         usize::try_from(min).unwrap_or(1).max(1)
     }
 
+    /// A topic's `unclean.leader.election.enable`, resolved as `min.insync.replicas` is
+    /// ([`Controller::min_insync_replicas`]); a value that is not a boolean is passed over.
+    fn unclean_leader_election(&self, topic: &str) -> bool {
+        let configs = &self.active().working.configs;
+        let of = |resource: ConfigResource| {
+            configs
+                .get(&resource)
+                .and_then(|c| c.get(UNCLEAN_LEADER_ELECTION_CONFIG))
+                .and_then(|v| match v.trim().to_ascii_lowercase().as_str() {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    _ => None,
+                })
+        };
+        of(ConfigResource::topic(topic))
+            .or_else(|| of(ConfigResource::broker(None)))
+            .unwrap_or(self.config.unclean_leader_election_enable)
+    }
+
+    /// Whether any topic may elect uncleanly: the static default, or an override in the
+    /// working image that sets it (so that a cluster that never allows it never looks).
+    fn unclean_election_configured(&self) -> bool {
+        self.config.unclean_leader_election_enable
+            || self.active().working.configs.values().any(|c| {
+                c.get(UNCLEAN_LEADER_ELECTION_CONFIG)
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            })
+    }
+
+    /// The election rules of a topic's partitions.
+    fn election_rules(&self, topic: &str) -> ElectionRules {
+        ElectionRules {
+            min_isr: self.min_insync_replicas(topic),
+            unclean_election: self.unclean_leader_election(topic),
+        }
+    }
+
     /// The change of one partition once `isr` is its ISR, electing a leader if its leader is
     /// no longer valid, as Kafka's `PartitionChangeBuilder` does with the ELR enabled: the
     /// ELR follows the ISR first ([`elr_after`], leaving out `unclean`, a replica that
     /// restarted after an unclean shutdown); then the current leader stays if it is still in
     /// the ISR and usable; else the first usable replica, in replica order, of the ISR; else,
     /// only when the ISR is empty, the first usable one of the ELR, which becomes the whole
-    /// ISR and leaves the ELR (KIP-966: an ELR member holds everything committed); else none.
+    /// ISR and leaves the ELR (KIP-966: an ELR member holds everything committed); else the
+    /// last known leader when the ELR is empty too (balanced recovery); else, only when the
+    /// rules allow an unclean election, the first usable replica, RECOVERING, which loses
+    /// whatever it lacks; else none.
     fn partition_change(
         &self,
         topic_id: Uuid,
         index: i32,
         p: &PartitionRegistration,
         mut isr: Vec<i32>,
-        min_isr: usize,
+        rules: ElectionRules,
         unclean: Option<i32>,
     ) -> Option<PartitionChangeRecord> {
+        let min_isr = rules.min_isr;
         let mut elr = elr_after(p, &isr, min_isr, unclean);
         let first_usable = |set: &[i32]| {
             p.replicas
@@ -1245,6 +1407,17 @@ impl Controller {
                 // committed record, so the last leader, whose log is the likeliest to be the
                 // longest, leads alone, RECOVERING (KIP-704), and the ELR starts over.
                 isr = vec![leader];
+                recovery = Some(LEADER_RECOVERY_RECOVERING);
+                leader
+            } else if let Some(leader) = rules
+                .unclean_election
+                .then(|| first_usable(&p.replicas))
+                .flatten()
+            {
+                // unclean.leader.election.enable: any live replica, whatever it lacks.
+                tracing::warn!(?topic_id, index, leader, "unclean leader election: a replica outside the ISR and ELR leads (records it lacks are lost)");
+                isr = vec![leader];
+                elr.clear();
                 recovery = Some(LEADER_RECOVERY_RECOVERING);
                 leader
             } else {
@@ -1320,16 +1493,16 @@ impl Controller {
     ) -> Vec<MetadataRecord> {
         let mut out = Vec::new();
         for topic in self.active().working.topics.values() {
-            let mut min_isr = None;
+            let mut rules = None;
             for (index, p) in &topic.partitions {
                 let in_elr = unclean.is_some() && p.elr.contains(&broker_id);
                 if !p.isr.contains(&broker_id) && p.leader != broker_id && !in_elr {
                     continue;
                 }
-                let min_isr = *min_isr.get_or_insert_with(|| self.min_insync_replicas(&topic.name));
+                let rules = *rules.get_or_insert_with(|| self.election_rules(&topic.name));
                 let isr: Vec<i32> = p.isr.iter().copied().filter(|r| *r != broker_id).collect();
                 if let Some(change) =
-                    self.partition_change(topic.id, *index, p, isr, min_isr, unclean)
+                    self.partition_change(topic.id, *index, p, isr, rules, unclean)
                 {
                     out.push(MetadataRecord::PartitionChange(change));
                 }
@@ -1376,21 +1549,23 @@ impl Controller {
         self.with_broker_change(unfence, |c| {
             let mut out = Vec::new();
             for topic in c.active().working.topics.values() {
-                let mut min_isr = None;
+                let mut rules = None;
                 for (index, p) in &topic.partitions {
+                    if p.has_leader() || !p.replicas.contains(&broker_id) {
+                        continue;
+                    }
+                    let rules = *rules.get_or_insert_with(|| c.election_rules(&topic.name));
                     let eligible = p.isr.contains(&broker_id)
                         || (p.isr.is_empty() && p.elr.contains(&broker_id))
                         || (p.isr.is_empty()
                             && p.elr.is_empty()
-                            && p.last_known_elr.contains(&broker_id));
-                    if p.has_leader() || !eligible {
+                            && p.last_known_elr.contains(&broker_id))
+                        || rules.unclean_election;
+                    if !eligible {
                         continue;
                     }
-                    let min_isr =
-                        *min_isr.get_or_insert_with(|| c.min_insync_replicas(&topic.name));
                     let isr = p.isr.clone();
-                    if let Some(change) =
-                        c.partition_change(topic.id, *index, p, isr, min_isr, None)
+                    if let Some(change) = c.partition_change(topic.id, *index, p, isr, rules, None)
                     {
                         out.push(MetadataRecord::PartitionChange(change));
                     }
@@ -1433,6 +1608,197 @@ impl Controller {
         }
         let out = then(self);
         self.active.as_mut().expect("active").working = saved;
+        out
+    }
+
+    // Elections.
+
+    /// ElectLeaders (KIP-460), as Kafka's `ReplicationControlManager.electLeaders`: each
+    /// partition named (every partition when `partitions` is None, and then only those
+    /// where an election was attempted are answered) gets the leader `election` chooses,
+    /// with a new leader epoch; all the changes go out as one batch.
+    fn elect_leaders(
+        &mut self,
+        election: ElectionType,
+        partitions: Option<Vec<(String, Vec<i32>)>>,
+    ) -> ElectLeadersResults {
+        let every = partitions.is_none();
+        let wanted: Vec<(String, Vec<i32>)> = match partitions {
+            Some(wanted) => wanted,
+            None => {
+                let mut all: Vec<(String, Vec<i32>)> = self
+                    .active()
+                    .working
+                    .topics
+                    .values()
+                    .map(|t| (t.name.clone(), t.partitions.keys().copied().collect()))
+                    .collect();
+                all.sort();
+                all
+            }
+        };
+        let mut batch = BoundedRecords::default();
+        let mut seen = BTreeSet::new();
+        let mut results: ElectLeadersResults = Vec::with_capacity(wanted.len());
+        for (topic, indexes) in wanted {
+            let mut outcomes = Vec::with_capacity(indexes.len());
+            for index in indexes {
+                if !seen.insert((topic.clone(), index)) {
+                    continue;
+                }
+                let outcome = self.elect_one(election, &topic, index).and_then(|change| {
+                    self.add_bounded(
+                        &mut batch,
+                        &format!("{topic}-{index}"),
+                        vec![MetadataRecord::PartitionChange(change)],
+                    )
+                });
+                if every && matches!(outcome, Err(ControllerError::ElectionNotNeeded { .. })) {
+                    continue;
+                }
+                outcomes.push((index, outcome));
+            }
+            if !outcomes.is_empty() || !every {
+                results.push((topic, outcomes));
+            }
+        }
+        if !batch.records.is_empty() {
+            tracing::info!(
+                ?election,
+                partitions = batch.records.len(),
+                "leader election"
+            );
+            self.write(batch.records);
+        }
+        results
+    }
+
+    /// One partition's election: the change to write.
+    fn elect_one(
+        &self,
+        election: ElectionType,
+        topic: &str,
+        index: i32,
+    ) -> Result<PartitionChangeRecord, ControllerError> {
+        let working = &self.active().working;
+        let t = working
+            .topic(topic)
+            .ok_or_else(|| ControllerError::UnknownTopic {
+                name: topic.to_string(),
+            })?;
+        let p = t
+            .partitions
+            .get(&index)
+            .ok_or_else(|| ControllerError::UnknownPartition {
+                topic: topic.to_string(),
+                partition: index,
+            })?;
+        let partition = format!("{topic}-{index}");
+        match election {
+            ElectionType::Preferred => {
+                let preferred = *p.replicas.first().expect("a partition has replicas");
+                if p.leader == preferred {
+                    return Err(ControllerError::ElectionNotNeeded { partition });
+                }
+                let reason = if !p.isr.contains(&preferred) {
+                    Some(format!("broker {preferred} is not in the ISR {:?}", p.isr))
+                } else if !self.usable(preferred) {
+                    Some(format!("broker {preferred} is fenced or shutting down"))
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    return Err(ControllerError::PreferredLeaderNotAvailable { partition, reason });
+                }
+                let elrs = (p.elr.clone(), p.last_known_elr.clone());
+                Ok(
+                    change_record(t.id, index, p, preferred, p.isr.clone(), elrs, None)
+                        .expect("a new leader is a change"),
+                )
+            }
+            ElectionType::Unclean => {
+                if p.has_leader() {
+                    return Err(ControllerError::ElectionNotNeeded { partition });
+                }
+                let rules = ElectionRules {
+                    unclean_election: true,
+                    ..self.election_rules(topic)
+                };
+                match self.partition_change(t.id, index, p, p.isr.clone(), rules, None) {
+                    Some(change)
+                        if change.leader != LEADER_UNCHANGED && change.leader != NO_LEADER =>
+                    {
+                        Ok(change)
+                    }
+                    _ => Err(ControllerError::EligibleLeadersNotAvailable { partition }),
+                }
+            }
+        }
+    }
+
+    /// Leaderless partitions whose topic allows an unclean election and that have a live
+    /// replica: their elections, at most one batch's worth.
+    fn unclean_elections(&self) -> Vec<MetadataRecord> {
+        let mut out = Vec::new();
+        for topic in self.active().working.topics.values() {
+            let mut rules = None;
+            for (index, p) in &topic.partitions {
+                if p.has_leader() || out.len() >= PROPOSAL_RECORDS_MAX {
+                    continue;
+                }
+                let rules = *rules.get_or_insert_with(|| self.election_rules(&topic.name));
+                if !rules.unclean_election {
+                    break;
+                }
+                if let Some(change) =
+                    self.partition_change(topic.id, *index, p, p.isr.clone(), rules, None)
+                {
+                    out.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
+        out
+    }
+
+    /// `auto.leader.rebalance.enable`: for each broker whose share of preferred partitions
+    /// led elsewhere is above `leader.imbalance.per.broker.percentage` (Kafka's ZooKeeper
+    /// controller's rule), those of them whose preferred replica is in the ISR and live get
+    /// it back as leader; at most one batch's worth.
+    fn rebalance_records(&self) -> Vec<MetadataRecord> {
+        let working = &self.active().working;
+        // Per preferred broker: its partitions, and those led elsewhere.
+        let mut preferred: BTreeMap<i32, (usize, Vec<(Uuid, i32)>)> = BTreeMap::new();
+        for topic in working.topics.values() {
+            for (index, p) in &topic.partitions {
+                let Some(&first) = p.replicas.first() else {
+                    continue;
+                };
+                let entry = preferred.entry(first).or_default();
+                entry.0 += 1;
+                if p.leader != first {
+                    entry.1.push((topic.id, *index));
+                }
+            }
+        }
+        let percentage = u64::from(self.config.leader_imbalance_per_broker_percentage);
+        let mut out = Vec::new();
+        for (broker, (total, elsewhere)) in preferred {
+            let imbalance_pct = elsewhere.len() as u64 * 100 / total.max(1) as u64;
+            if imbalance_pct <= percentage || !self.usable(broker) {
+                continue;
+            }
+            for (topic_id, index) in elsewhere {
+                if out.len() >= PROPOSAL_RECORDS_MAX {
+                    return out;
+                }
+                let Some(topic) = working.topic_by_id(topic_id) else {
+                    continue;
+                };
+                if let Ok(change) = self.elect_one(ElectionType::Preferred, &topic.name, index) {
+                    out.push(MetadataRecord::PartitionChange(change));
+                }
+            }
+        }
         out
     }
 
@@ -2488,6 +2854,15 @@ fn change_record(
         last_known_elr: last_known_changed.then_some(last_known_elr),
         ..PartitionChangeRecord::default()
     })
+}
+
+/// What a topic's elections may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ElectionRules {
+    /// `min.insync.replicas`.
+    min_isr: usize,
+    /// `unclean.leader.election.enable`.
+    unclean_election: bool,
 }
 
 /// A list config's items (comma separated, blanks dropped).

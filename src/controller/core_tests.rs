@@ -26,6 +26,7 @@ impl ConfigPolicy for TestPolicy {
                         }
                     }
                 }
+                UNCLEAN_LEADER_ELECTION_CONFIG if v == "true" || v == "false" => {}
                 _ => return Err(format!("unknown config '{k}'")),
             }
         }
@@ -1875,4 +1876,269 @@ fn controller_writes_an_elr_in_records_that_carry_it() {
     let record = &ready.proposals[0].records[0];
     assert_eq!(record.version(), 2);
     assert_eq!(&MetadataRecord::decode(record.encode()).unwrap(), record);
+}
+
+// Elections: ElectLeaders (preferred, unclean), unclean.leader.election.enable and
+// auto.leader.rebalance.enable.
+
+fn elect(
+    c: &mut Controller,
+    now_ms: u64,
+    election: ElectionType,
+    partitions: Option<Vec<(&str, Vec<i32>)>>,
+) -> ElectLeadersResults {
+    let partitions = partitions.map(|list| {
+        list.into_iter()
+            .map(|(topic, indexes)| (topic.to_string(), indexes))
+            .collect()
+    });
+    let Reply::ElectLeaders(results) = call(
+        c,
+        now_ms,
+        Request::ElectLeaders {
+            election,
+            partitions,
+        },
+    ) else {
+        panic!("not an ElectLeaders reply")
+    };
+    results
+}
+
+/// The one outcome of an election of `t-0`.
+fn elected(results: ElectLeadersResults) -> Result<(), ControllerError> {
+    assert_eq!(results.len(), 1, "{results:?}");
+    let (topic, mut partitions) = results.into_iter().next().unwrap();
+    assert_eq!(topic, "t");
+    assert_eq!(partitions.len(), 1, "{partitions:?}");
+    partitions.remove(0).1
+}
+
+/// The outcome of an election of `t-0` alone.
+fn elect_t0(c: &mut Controller, election: ElectionType) -> Result<(), ControllerError> {
+    elected(elect(c, 0, election, Some(vec![("t", vec![0])])))
+}
+
+/// Unfences a fenced broker with a caught-up heartbeat at `now_ms`.
+fn unfence(c: &mut Controller, now_ms: u64, broker_id: i32, epoch: i64) {
+    let offset = c.applied_offset();
+    let Reply::Heartbeat(Ok(state)) = call(
+        c,
+        now_ms,
+        Request::Heartbeat(heartbeat(broker_id, epoch, offset)),
+    ) else {
+        panic!()
+    };
+    assert!(!state.is_fenced);
+}
+
+/// `t-0` with its preferred replica back in the ISR but not leading: it was fenced (leadership
+/// moved), came back, and the new leader added it to the ISR again.
+fn preferred_elsewhere() -> (Controller, BTreeMap<i32, i64>, Uuid, i32) {
+    let (mut c, epochs, id) = replicated(None);
+    let preferred = partition_of(&c, id).replicas[0];
+    assert_eq!(partition_of(&c, id).leader, preferred);
+    fence(&mut c, preferred, epochs[&preferred]);
+    unfence(&mut c, 0, preferred, epochs[&preferred]);
+    let p = partition_of(&c, id);
+    assert_ne!(p.leader, preferred);
+    assert!(!p.isr.contains(&preferred));
+    let mut isr = p.isr.clone();
+    isr.push(preferred);
+    let leader = (p.leader, epochs[&p.leader]);
+    alter_isr(&mut c, leader, id, &with_epochs(&epochs, &isr)).expect("added back");
+    (c, epochs, id, preferred)
+}
+
+#[test]
+fn controller_elects_the_preferred_replica_when_asked_and_only_then() {
+    let (mut c, epochs, id) = replicated(None);
+    let preferred = partition_of(&c, id).replicas[0];
+    // It leads: nothing to do; an unknown partition or topic is named as such.
+    let results = elect(
+        &mut c,
+        0,
+        ElectionType::Preferred,
+        Some(vec![("t", vec![0, 7]), ("nope", vec![0])]),
+    );
+    assert!(matches!(
+        results[0].1[0].1,
+        Err(ControllerError::ElectionNotNeeded { .. })
+    ));
+    assert!(matches!(
+        results[0].1[1].1,
+        Err(ControllerError::UnknownPartition { .. })
+    ));
+    assert!(matches!(
+        results[1].1[0].1,
+        Err(ControllerError::UnknownTopic { .. })
+    ));
+    // Fenced, it is out of the ISR: it cannot lead.
+    fence(&mut c, preferred, epochs[&preferred]);
+    assert!(matches!(
+        elect_t0(&mut c, ElectionType::Preferred),
+        Err(ControllerError::PreferredLeaderNotAvailable { .. })
+    ));
+
+    let (mut c, _, id, preferred) = preferred_elsewhere();
+    let before = partition_of(&c, id);
+    // Every partition: this one is elected, and is the only one answered.
+    let results = elect(&mut c, 0, ElectionType::Preferred, None);
+    assert_eq!(elected(results), Ok(()));
+    let after = partition_of(&c, id);
+    assert_eq!(after.leader, preferred);
+    assert_eq!(after.leader_epoch, before.leader_epoch + 1);
+    assert!(same_members(&after.isr, &before.isr), "the ISR stays");
+    // Once done, an election of every partition answers nothing.
+    assert!(elect(&mut c, 0, ElectionType::Preferred, None).is_empty());
+}
+
+/// `t-0` (min.insync.replicas 2, `configs` added) whose third replica left the ISR while it
+/// was fenced and came back; then the first two were fenced: the ISR is empty, the ELR holds
+/// the two fenced ones, and only the third, outside both, is live. Its id.
+fn only_an_out_of_sync_replica_live(configs: &[(&str, &str)]) -> (Controller, Uuid, i32) {
+    let mut c = active(0);
+    let epochs: BTreeMap<i32, i64> = (1..=3).map(|id| (id, join(&mut c, 0, id))).collect();
+    let mut topic_configs = vec![(
+        MIN_INSYNC_REPLICAS_CONFIG.to_string(),
+        Some("2".to_string()),
+    )];
+    topic_configs.extend(
+        configs
+            .iter()
+            .map(|(k, v)| (k.to_string(), Some(v.to_string()))),
+    );
+    let Reply::CreateTopics(mut results) = call(
+        &mut c,
+        0,
+        Request::CreateTopics {
+            topics: vec![NewTopic {
+                name: "t".into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: vec![(0, vec![1, 2, 3])],
+                configs: topic_configs,
+            }],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    let id = results.remove(0).1.expect("created").id;
+    fence(&mut c, 3, epochs[&3]);
+    unfence(&mut c, 0, 3, epochs[&3]);
+    fence(&mut c, 1, epochs[&1]);
+    (c, id, 3)
+}
+
+#[test]
+fn controller_elects_uncleanly_only_when_asked_or_allowed() {
+    let (mut c, id, outsider) = only_an_out_of_sync_replica_live(&[]);
+    let epoch_2 = c.committed().brokers[&2].epoch;
+    fence(&mut c, 2, epoch_2);
+    let p = partition_of(&c, id);
+    assert_eq!(p.leader, NO_LEADER, "unclean election is off by default");
+    assert!(p.isr.is_empty());
+    assert_eq!(p.elr, vec![1, 2]);
+    // A preferred election cannot help; an unclean one elects the live outsider, alone and
+    // RECOVERING (KIP-704), and the ELR, whose members may hold more, is cleared.
+    assert!(matches!(
+        elect_t0(&mut c, ElectionType::Preferred),
+        Err(ControllerError::PreferredLeaderNotAvailable { .. })
+    ));
+    assert_eq!(elect_t0(&mut c, ElectionType::Unclean), Ok(()));
+    let p = partition_of(&c, id);
+    assert_eq!((p.leader, p.isr.clone()), (outsider, vec![outsider]));
+    assert!(p.elr.is_empty());
+    assert_eq!(p.leader_recovery_state, LEADER_RECOVERY_RECOVERING);
+    // With a leader, an unclean election is not needed.
+    assert!(matches!(
+        elect_t0(&mut c, ElectionType::Unclean),
+        Err(ControllerError::ElectionNotNeeded { .. })
+    ));
+
+    // Nobody live at all: no eligible leader.
+    let (mut c, _, outsider) = only_an_out_of_sync_replica_live(&[]);
+    let epoch_2 = c.committed().brokers[&2].epoch;
+    fence(&mut c, 2, epoch_2);
+    let epoch_3 = c.committed().brokers[&outsider].epoch;
+    fence(&mut c, outsider, epoch_3);
+    assert!(matches!(
+        elect_t0(&mut c, ElectionType::Unclean),
+        Err(ControllerError::EligibleLeadersNotAvailable { .. })
+    ));
+
+    // The topic allows it: the fencing of the last ISR member elects the outsider at once.
+    let (mut c, id, outsider) =
+        only_an_out_of_sync_replica_live(&[(UNCLEAN_LEADER_ELECTION_CONFIG, "true")]);
+    let epoch_2 = c.committed().brokers[&2].epoch;
+    fence(&mut c, 2, epoch_2);
+    let p = partition_of(&c, id);
+    assert_eq!(p.leader, outsider);
+    assert_eq!(p.leader_recovery_state, LEADER_RECOVERY_RECOVERING);
+}
+
+#[test]
+fn controller_allowing_unclean_election_later_elects_the_leaderless_at_the_next_check() {
+    let (mut c, id, outsider) = only_an_out_of_sync_replica_live(&[]);
+    let epoch_2 = c.committed().brokers[&2].epoch;
+    fence(&mut c, 2, epoch_2);
+    assert_eq!(partition_of(&c, id).leader, NO_LEADER);
+    let Reply::AlterConfigs(results) = call(
+        &mut c,
+        0,
+        Request::AlterConfigs {
+            changes: vec![(
+                ConfigResource::topic("t"),
+                vec![ConfigOp::Set(
+                    UNCLEAN_LEADER_ELECTION_CONFIG.to_string(),
+                    "true".to_string(),
+                )],
+            )],
+            validate_only: false,
+        },
+    ) else {
+        panic!()
+    };
+    assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+    // The outsider keeps its session alive; the check runs at its interval.
+    let epoch_3 = c.committed().brokers[&outsider].epoch;
+    let offset = c.applied_offset();
+    call(
+        &mut c,
+        UNCLEAN_ELECTION_CHECK_MS,
+        Request::Heartbeat(heartbeat(outsider, epoch_3, offset)),
+    );
+    c.tick(UNCLEAN_ELECTION_CHECK_MS);
+    commit_all(&mut c);
+    assert_eq!(partition_of(&c, id).leader, outsider);
+}
+
+#[test]
+fn controller_auto_rebalance_moves_leaders_back_to_their_preferred_replicas() {
+    for enabled in [true, false] {
+        let (mut c, epochs, id, preferred) = preferred_elsewhere();
+        c.config.auto_leader_rebalance_enable = enabled;
+        // Every broker heard from just before the check, so that none is fenced by it.
+        let interval_ms = c.config.leader_imbalance_check_interval_ms;
+        for (broker, epoch) in &epochs {
+            let offset = c.applied_offset();
+            call(
+                &mut c,
+                interval_ms,
+                Request::Heartbeat(heartbeat(*broker, *epoch, offset)),
+            );
+        }
+        c.tick(interval_ms - 1);
+        commit_all(&mut c);
+        assert_ne!(
+            partition_of(&c, id).leader,
+            preferred,
+            "not before the interval"
+        );
+        c.tick(interval_ms);
+        commit_all(&mut c);
+        let leader = partition_of(&c, id).leader;
+        assert_eq!(leader == preferred, enabled, "enabled: {enabled}");
+    }
 }

@@ -14,6 +14,15 @@
 //! may be missing (never lost: it was never acknowledged) but never appears twice, and each
 //! key's sequence numbers only grow along its partition.
 //!
+//! The failover tests place every partition with one broker as its preferred leader and
+//! SIGKILL that broker under the same producer: once in a broker that is not the active
+//! controller, once in the active controller itself. The controller (a new one in the
+//! second case) fences it after `broker.session.timeout.ms` and elects ISR members; the
+//! producer resumes in every partition (the time from the SIGKILL is printed); restarted, the
+//! broker rejoins every ISR as a follower, and `samsa leader-election --election-type
+//! preferred --all-topic-partitions` gives it its leaderships back (the tool's report is
+//! checked, as is its failure on an unknown partition). The same read-back checks follow.
+//!
 //! Invariants: every wait is bounded by a named limit; nothing here asserts on the time a
 //! sleep took (the sleeps only pace the producer and the polls).
 #![cfg(not(feature = "sim"))]
@@ -188,6 +197,23 @@ async fn produce_until(producer: Arc<IdempotentProducer>, stop: Arc<AtomicBool>)
         samsa::rt::time::sleep(Duration::from_millis(BURST_MS)).await;
     }
     index
+}
+
+/// An idempotent producer sending records 0, 1, 2, ... from a task until `stop` is set: its
+/// delivery reports, the producer, the stop flag and the task.
+fn start_producer(
+    bootstrap: &str,
+) -> (
+    Arc<Mutex<Deliveries>>,
+    Arc<IdempotentProducer>,
+    Arc<AtomicBool>,
+    samsa::rt::task::JoinHandle<usize>,
+) {
+    let deliveries = Arc::new(Mutex::new(Deliveries::default()));
+    let producer = Arc::new(idempotent_producer(bootstrap, &deliveries));
+    let stop = Arc::new(AtomicBool::new(false));
+    let producing = samsa::rt::task::spawn(produce_until(Arc::clone(&producer), Arc::clone(&stop)));
+    (deliveries, producer, stop, producing)
 }
 
 /// Panics if librdkafka's idempotent producer hit a fatal error (it stops producing then).
@@ -383,9 +409,28 @@ async fn wait_isr(
 }
 
 /// Creates the topic with `placement` (partition i's replicas, leader first) and
-/// `min.insync.replicas`, through the controller listeners: a broker's CreateTopics takes
-/// explicit assignments that name only itself, the controller's takes any.
-async fn create_placed_topic(cluster: &ProcessCluster, placement: &[Vec<i32>]) {
+/// `min.insync.replicas`, and waits until every node shows every broker in every ISR;
+/// every broker's id.
+async fn create_placed_topic(cluster: &ProcessCluster, placement: &[Vec<i32>]) -> BTreeSet<i32> {
+    create_topic_through_controllers(cluster, placement).await;
+    let all = cluster.ids();
+    let everyone: BTreeSet<i32> = all.iter().copied().collect();
+    wait_isr(
+        cluster,
+        &all,
+        placement,
+        &everyone,
+        samsa::rt::time::now(),
+        TOPIC_READY_WAIT_MS_MAX,
+        "the new topic",
+    )
+    .await;
+    everyone
+}
+
+/// Creates the topic with `placement` through the controller listeners: a broker's
+/// CreateTopics takes explicit assignments that name only itself, the controller's takes any.
+async fn create_topic_through_controllers(cluster: &ProcessCluster, placement: &[Vec<i32>]) {
     let request = CreateTopicsRequest {
         topics: vec![CreatableTopic {
             name: TOPIC.into(),
@@ -453,15 +498,7 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
     // Default placement gives every broker a leadership (1, 2, 3, 1, 2, 3), so the topic is
     // placed by hand: the follower to kill is a broker that is not the active controller, and
     // the two others lead three partitions each.
-    let mut controller = None;
-    for _ in 0..POLLS_MAX {
-        controller = active_controller(&cluster.ports, &all).await;
-        if controller.is_some() {
-            break;
-        }
-        sleep_poll().await;
-    }
-    let controller = controller.expect("an active controller");
+    let controller = wait_active_controller(&cluster).await;
     let follower = *all
         .iter()
         .rev()
@@ -478,25 +515,11 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
             }
         })
         .collect();
-    create_placed_topic(&cluster, &placement).await;
-    let everyone: BTreeSet<i32> = all.iter().copied().collect();
+    let everyone = create_placed_topic(&cluster, &placement).await;
     let two: BTreeSet<i32> = leaders.iter().copied().collect();
-    wait_isr(
-        &cluster,
-        &all,
-        &placement,
-        &everyone,
-        samsa::rt::time::now(),
-        TOPIC_READY_WAIT_MS_MAX,
-        "the new topic",
-    )
-    .await;
 
     // The producer runs from here to the end.
-    let deliveries = Arc::new(Mutex::new(Deliveries::default()));
-    let producer = Arc::new(idempotent_producer(&bootstrap, &deliveries));
-    let stop = Arc::new(AtomicBool::new(false));
-    let producing = samsa::rt::task::spawn(produce_until(Arc::clone(&producer), Arc::clone(&stop)));
+    let (deliveries, producer, stop, producing) = start_producer(&bootstrap);
     let before = wait_acks(
         &producer,
         &deliveries,
@@ -580,6 +603,49 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
         "nothing under-replicated once node {follower} rejoined"
     );
 
+    let (sent, deliveries, failed_present) = finish_and_read_back(
+        producer,
+        &deliveries,
+        producing,
+        &stop,
+        &bootstrap,
+        "replication-processes",
+    )
+    .await;
+    eprintln!(
+        "replication_processes: {sent} records sent, {} acknowledged ({before:?} per partition \
+         before the SIGKILL, {while_down:?} by the end of the downtime, {after:?} after the \
+         rejoin), {} failed deliveries ({failed_present} of them stored), all read back",
+        deliveries.acked.len(),
+        deliveries.failed.len(),
+    );
+    cluster.stop();
+}
+
+/// The active controller, once the quorum has one.
+async fn wait_active_controller(cluster: &ProcessCluster) -> i32 {
+    let all = cluster.ids();
+    for _ in 0..POLLS_MAX {
+        if let Some(controller) = active_controller(&cluster.ports, &all).await {
+            return controller;
+        }
+        sleep_poll().await;
+    }
+    panic!("no active controller after {POLLS_MAX} polls");
+}
+
+/// Stops the producer, waits for every delivery report, and reads every partition back from
+/// offset 0 to its high watermark with an assigned consumer of `group`, checking what was
+/// read against the reports ([`check_read_back`]): how many records were sent, the reports,
+/// and how many records whose delivery failed were stored nonetheless.
+async fn finish_and_read_back(
+    producer: Arc<IdempotentProducer>,
+    deliveries: &Mutex<Deliveries>,
+    producing: samsa::rt::task::JoinHandle<usize>,
+    stop: &AtomicBool,
+    bootstrap: &str,
+    group: &str,
+) -> (usize, Deliveries, usize) {
     stop.store(true, Ordering::Relaxed);
     let sent = producing.await.expect("the producing task");
     producer
@@ -595,7 +661,7 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
     );
 
     // Everything back, from each partition's start to its high watermark.
-    let consumer = rk::consumer(&bootstrap, "replication-processes");
+    let consumer = rk::consumer(bootstrap, group);
     let mut ranges = BTreeMap::new();
     for p in 0..PARTITIONS {
         let (low, high) = consumer
@@ -606,14 +672,7 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
     }
     let read = rk::consume_ranges(&consumer, TOPIC, &ranges);
     let failed_present = check_read_back(&deliveries, sent, &ranges, &read);
-    eprintln!(
-        "replication_processes: {sent} records sent, {} acknowledged ({before:?} per partition \
-         before the SIGKILL, {while_down:?} by the end of the downtime, {after:?} after the \
-         rejoin), {} failed deliveries ({failed_present} of them stored), all read back",
-        deliveries.acked.len(),
-        deliveries.failed.len(),
-    );
-    cluster.stop();
+    (sent, deliveries, failed_present)
 }
 
 /// Checks what was read against the delivery reports (see the module's comment); how many
@@ -703,4 +762,283 @@ fn check_read_back(
         );
     }
     stored.keys().filter(|i| failed.contains(i)).count()
+}
+
+/// The bound on the producer's first acknowledgement in every partition after its leader's
+/// SIGKILL (the controller fences the broker once its `broker.session.timeout.ms`, 9 s,
+/// expired, and elects an ISR member).
+const FAILOVER_WAIT_MS_MAX: u64 = 60_000;
+
+/// Waits until `samsa topics describe` through each of `through` gives every partition the
+/// ISR `isr` and a leader in it; the leaders then (by partition).
+async fn wait_whole_isr(
+    cluster: &ProcessCluster,
+    through: &[i32],
+    isr: &BTreeSet<i32>,
+    wait_ms_max: u64,
+    what: &str,
+) -> BTreeMap<i32, i32> {
+    let since = samsa::rt::time::now();
+    loop {
+        let views = describe_all(cluster, through);
+        let whole = views.iter().all(|(_, rows)| {
+            rows.as_ref().is_ok_and(|rows| {
+                rows.len() == PARTITIONS as usize
+                    && rows
+                        .iter()
+                        .all(|r| &r.isr == isr && r.leader.is_some_and(|l| isr.contains(&l)))
+            })
+        });
+        if whole {
+            if let Some((_, Ok(rows))) = views.first() {
+                return rows
+                    .iter()
+                    .map(|r| (r.partition, r.leader.expect("a leader")))
+                    .collect();
+            }
+        }
+        let elapsed_ms = since.elapsed().as_millis();
+        assert!(
+            elapsed_ms < u128::from(wait_ms_max),
+            "{what}: not every ISR is {isr:?} after {elapsed_ms} ms; samsa topics describe \
+             through each node: {views:#?}"
+        );
+        samsa::rt::time::sleep(Duration::from_millis(WAIT_POLL_MS)).await;
+    }
+}
+
+/// `samsa leader-election ARGS -b <node id's client listener>`: its status and stdout.
+fn leader_election(cluster: &ProcessCluster, id: i32, args: &[&str]) -> (bool, String) {
+    let out = samsa()
+        .arg("leader-election")
+        .args(args)
+        .args(["-b", &cluster.bootstrap(&[id])])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run samsa leader-election");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), format!("{stdout}{stderr}"))
+}
+
+/// The leader of every partition is SIGKILLed (one broker, the active controller or not as
+/// `kill_controller` says, is every partition's preferred leader) under an idempotent
+/// acks=all librdkafka producer:
+/// the controller fences it and elects ISR members, the producer goes on (the time from the
+/// SIGKILL to an acknowledgement in every partition is printed), the killed broker comes
+/// back as a follower and rejoins every ISR, and `samsa leader-election --election-type
+/// preferred --all-topic-partitions` gives it its leaderships back. Every acknowledged record
+/// is then read back exactly once, in acknowledgement order per partition.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_fails_over_and_a_preferred_election_gives_its_partitions_back() {
+    leader_failover(false).await;
+}
+
+/// The same when the killed leader is also the active controller: the quorum elects another
+/// controller, which fences the killed broker once its session expires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_leader_that_is_also_the_active_controller_fails_over_too() {
+    leader_failover(true).await;
+}
+
+async fn leader_failover(kill_controller: bool) {
+    let mut cluster = ProcessCluster::start(NODES);
+    let all = cluster.ids();
+    let bootstrap = cluster.bootstrap(&all);
+    cluster.wait_registered().await;
+    let controller = wait_active_controller(&cluster).await;
+    let victim = if kill_controller {
+        controller
+    } else {
+        *all.iter()
+            .rev()
+            .find(|id| **id != controller)
+            .expect("a broker that is not the controller")
+    };
+    let others: Vec<i32> = all.iter().copied().filter(|id| *id != victim).collect();
+    let placement: Vec<Vec<i32>> = (0..PARTITIONS as usize)
+        .map(|p| {
+            let (a, b) = (others[p % 2], others[(p + 1) % 2]);
+            vec![victim, a, b]
+        })
+        .collect();
+    let everyone = create_placed_topic(&cluster, &placement).await;
+    let two: BTreeSet<i32> = others.iter().copied().collect();
+
+    let (deliveries, producer, stop, producing) = start_producer(&bootstrap);
+    let before = wait_acks(
+        &producer,
+        &deliveries,
+        &BTreeMap::new(),
+        "before the SIGKILL",
+    )
+    .await;
+
+    let now_active = active_controller(&cluster.ports, &all).await;
+    assert_eq!(
+        now_active == Some(victim),
+        kill_controller,
+        "the leader to kill, node {victim}, is the active controller or not as asked: \
+         {now_active:?}"
+    );
+    let at_kill = deliveries
+        .lock()
+        .expect("the deliveries")
+        .acked_per_partition();
+    cluster.sigkill(victim);
+    let killed_at = samsa::rt::time::now();
+    // The first acknowledgement in each partition after the kill (those in flight at the
+    // kill may still be acknowledged by the dying leader's last answers: one more than
+    // at the kill is not enough, so the wait is for a new batch's worth).
+    let mut resumed_ms: BTreeMap<i32, u128> = BTreeMap::new();
+    while resumed_ms.len() < PARTITIONS as usize {
+        assert_no_fatal_error(&producer);
+        let now = deliveries
+            .lock()
+            .expect("the deliveries")
+            .acked_per_partition();
+        for (p, n) in &now {
+            if *n >= at_kill[p] + BURST * 4 {
+                resumed_ms
+                    .entry(*p)
+                    .or_insert_with(|| killed_at.elapsed().as_millis());
+            }
+        }
+        assert!(
+            killed_at.elapsed().as_millis() < u128::from(FAILOVER_WAIT_MS_MAX),
+            "the producer did not resume in every partition within {FAILOVER_WAIT_MS_MAX} ms \
+             of its leader's SIGKILL: {resumed_ms:?}"
+        );
+        samsa::rt::time::sleep(Duration::from_millis(WAIT_POLL_MS)).await;
+    }
+    let leaders_after = wait_whole_isr(
+        &cluster,
+        &others,
+        &two,
+        ISR_SHRINK_WAIT_MS_MAX,
+        "after the SIGKILL",
+    )
+    .await;
+    assert!(
+        leaders_after.values().all(|l| *l != victim),
+        "the killed node leads nothing: {leaders_after:?}"
+    );
+    let at_failover = deliveries
+        .lock()
+        .expect("the deliveries")
+        .acked_per_partition();
+    let while_down = wait_acks(
+        &producer,
+        &deliveries,
+        &at_failover,
+        "while the leader is down",
+    )
+    .await;
+
+    // Back on its directory: a follower that rejoins every ISR, leading nothing yet.
+    cluster.restart(victim);
+    let rejoined = wait_whole_isr(
+        &cluster,
+        &all,
+        &everyone,
+        REJOIN_WAIT_MS_MAX,
+        "after the restart",
+    )
+    .await;
+    assert!(
+        rejoined.values().all(|l| *l != victim),
+        "the restarted node comes back as a follower: {rejoined:?}"
+    );
+    // Preferred elections give it back its leaderships.
+    let (ok, out) = leader_election(
+        &cluster,
+        others[0],
+        &["--election-type", "preferred", "--all-topic-partitions"],
+    );
+    assert!(ok, "samsa leader-election: {out}");
+    let elected: Vec<String> = (0..PARTITIONS).map(|p| format!("{TOPIC}-{p}")).collect();
+    assert!(
+        out.contains(&format!(
+            "Successfully completed leader election (PREFERRED) for partitions {}",
+            elected.join(", ")
+        )),
+        "{out}"
+    );
+    wait_isr(
+        &cluster,
+        &all,
+        &placement,
+        &everyone,
+        samsa::rt::time::now(),
+        REJOIN_WAIT_MS_MAX,
+        "after the preferred election",
+    )
+    .await;
+    let (ok, out) = leader_election(
+        &cluster,
+        others[1],
+        &[
+            "--election-type",
+            "PREFERRED",
+            "--topic",
+            TOPIC,
+            "--partition",
+            "0",
+        ],
+    );
+    assert!(ok, "samsa leader-election: {out}");
+    assert!(
+        out.contains(&format!(
+            "Valid replica already elected for partitions {TOPIC}-0"
+        )),
+        "{out}"
+    );
+    let (ok, out) = leader_election(
+        &cluster,
+        others[1],
+        &[
+            "--election-type",
+            "unclean",
+            "--topic",
+            TOPIC,
+            "--partition",
+            "99",
+        ],
+    );
+    assert!(!ok, "an unknown partition fails the tool: {out}");
+    assert!(out.contains("1 replica(s) could not be elected"), "{out}");
+    let at_election = deliveries
+        .lock()
+        .expect("the deliveries")
+        .acked_per_partition();
+    let after = wait_acks(&producer, &deliveries, &at_election, "after the election").await;
+    let role = if kill_controller {
+        "and the active controller"
+    } else {
+        "not the controller"
+    };
+    eprintln!(
+        "replication_processes: node {victim} (leader of all {PARTITIONS} partitions, {role}) \
+         SIGKILLed; the producer's acknowledgements resumed per partition after {resumed_ms:?} \
+         ms (broker.session.timeout.ms 9000); restarted, it rejoined every ISR as a follower \
+         and a preferred election made it leader again"
+    );
+
+    let (sent, deliveries, failed_present) = finish_and_read_back(
+        producer,
+        &deliveries,
+        producing,
+        &stop,
+        &bootstrap,
+        &format!("replication-processes-failover-{kill_controller}"),
+    )
+    .await;
+    eprintln!(
+        "replication_processes: {sent} records sent, {} acknowledged ({before:?} before the \
+         SIGKILL, {while_down:?} by the end of the downtime, {after:?} after the election), \
+         {} failed deliveries ({failed_present} of them stored), all read back",
+        deliveries.acked.len(),
+        deliveries.failed.len(),
+    );
+    cluster.stop();
 }

@@ -28,6 +28,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod describe_log_dirs;
 pub mod describe_quorum;
+pub mod elect_leaders;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -269,6 +270,10 @@ pub static HANDLERS: &[Handler] = {
         answered!(
             describe_quorum::DescribeQuorumRequest,
             self::describe_quorum::handle
+        ),
+        answered!(
+            elect_leaders::ElectLeadersRequest,
+            self::elect_leaders::handle
         ),
         // @groups: each starts its step on the group's shard and answers when the shard does.
         Handler::of::<join_group::JoinGroupRequest>(|broker, peer, request| {

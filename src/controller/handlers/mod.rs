@@ -19,6 +19,7 @@ pub mod broker_registration;
 pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_topics;
+pub mod elect_leaders;
 pub mod incremental_alter_configs;
 
 use bytes::{Bytes, BytesMut};
@@ -31,13 +32,14 @@ use crate::protocol::broker_registration::BrokerRegistrationRequest;
 use crate::protocol::create_partitions::CreatePartitionsRequest;
 use crate::protocol::create_topics::CreateTopicsRequest;
 use crate::protocol::delete_topics::DeleteTopicsRequest;
+use crate::protocol::elect_leaders::ElectLeadersRequest;
 use crate::protocol::error::ErrorCode;
 use crate::protocol::incremental_alter_configs::IncrementalAlterConfigsRequest;
 
 use super::core::{ControllerError, Reply, Request};
 
 /// The APIs the controller serves and their versions: (key, lowest, highest).
-pub const APIS: [(i16, i16, i16); 9] = [
+pub const APIS: [(i16, i16, i16); 10] = [
     (
         19,
         CreateTopicsRequest::VERSIONS.0,
@@ -57,6 +59,11 @@ pub const APIS: [(i16, i16, i16); 9] = [
         37,
         CreatePartitionsRequest::VERSIONS.0,
         CreatePartitionsRequest::VERSIONS.1,
+    ),
+    (
+        43,
+        ElectLeadersRequest::VERSIONS.0,
+        ElectLeadersRequest::VERSIONS.1,
     ),
     (
         44,
@@ -117,6 +124,7 @@ pub fn decode(api_key: i16, version: i16, body: Bytes) -> Result<Decoded, Handle
         20 => delete_topics::decode(version, body),
         33 => alter_configs::decode(version, body),
         37 => create_partitions::decode(version, body),
+        43 => elect_leaders::decode(version, body),
         44 => incremental_alter_configs::decode(version, body),
         56 => alter_partition::decode(version, body),
         62 => broker_registration::decode(version, body),
@@ -135,6 +143,7 @@ pub fn encode(api_key: i16, version: i16, reply: Reply) -> Result<Bytes, Handler
         (20, Reply::DeleteTopics(r)) => delete_topics::encode(version, r),
         (33, Reply::AlterConfigs(r)) => alter_configs::encode(version, r),
         (37, Reply::CreatePartitions(r)) => create_partitions::encode(version, r),
+        (43, Reply::ElectLeaders(r)) => elect_leaders::encode(version, r),
         (44, Reply::AlterConfigs(r)) => incremental_alter_configs::encode(version, r),
         (56, Reply::AlterPartition(r)) => alter_partition::encode(version, r),
         (62, Reply::RegisterBroker(r)) => broker_registration::encode(version, r),
@@ -176,6 +185,9 @@ pub fn error_code(error: &ControllerError) -> ErrorCode {
         E::TooLarge { .. } => ErrorCode::POLICY_VIOLATION,
         // Retriable: the client backs off and sends again.
         E::Overloaded { .. } => ErrorCode::THROTTLING_QUOTA_EXCEEDED,
+        E::ElectionNotNeeded { .. } => ErrorCode::ELECTION_NOT_NEEDED,
+        E::PreferredLeaderNotAvailable { .. } => ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE,
+        E::EligibleLeadersNotAvailable { .. } => ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE,
     }
 }
 
