@@ -1061,6 +1061,7 @@ fn controllers_keep_one_image_under_the_nemesis() {
 fn image_checker_fires_on_a_record_applied_twice() {
     let bugs = samsa::controller::core::ControllerBugs {
         apply_partition_changes_twice: true,
+        ..samsa::controller::core::ControllerBugs::default()
     };
     let caught = quorum::caught(controller_options(bugs), 1..6);
     assert!(!caught.is_empty(), "no seed of 1..6 caught it");
@@ -1384,6 +1385,16 @@ fn caught_on(
     caught
 }
 
+/// Asserts that lost-write is caught in at least three of `seeds` under `options` (a
+/// planted bug).
+fn assert_lost_write_caught(options: &cluster::ClusterOptions, seeds: std::ops::Range<u64>) {
+    let caught = caught_on(seeds.clone(), options, lost_write);
+    assert!(
+        caught.len() >= 3,
+        "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
+    );
+}
+
 /// Lost-write on the leader or on any final ISR member.
 fn lost_write(o: &cluster::ClusterOutcome) -> bool {
     o.has(AnomalyKind::LostWrite) || o.problems.iter().any(|p| p.contains("lost-write: "))
@@ -1396,12 +1407,28 @@ fn lost_write(o: &cluster::ClusterOutcome) -> bool {
 fn replicated_high_watermark_past_the_slowest_member_is_caught() {
     let mut options = replicated();
     options.bugs.replica.high_watermark_past_slowest = true;
-    let seeds = 1..31;
-    let caught = caught_on(seeds.clone(), &options, lost_write);
-    assert!(
-        caught.len() >= 3,
-        "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
-    );
+    assert_lost_write_caught(&options, 1..31);
+}
+
+/// ... on a controller that elects the first live replica of the assignment whether or not
+/// it is in the ISR or the ELR (issue 17's "leader elected from outside the ISR and ELR"):
+/// a replica that lacks acknowledged records leads, and its followers truncate to it.
+#[test]
+fn replicated_leader_elected_outside_the_isr_is_caught() {
+    let mut options = replicated();
+    options.bugs.controller.elect_outside_isr = true;
+    assert_lost_write_caught(&options, 1..61);
+}
+
+/// ... on a leader that counts the ISR shrink it proposed before the controller commits it
+/// (issue 17's "a deposed leader that keeps acknowledging"): cut off from a follower and
+/// from the controller, it goes on acknowledging without that follower while the
+/// controller, which deposed it, elects the follower it never removed.
+#[test]
+fn replicated_deposed_leader_acknowledging_is_caught() {
+    let mut options = replicated();
+    options.bugs.replica.shrink_counts_before_commit = true;
+    assert_lost_write_caught(&options, 1..61);
 }
 
 /// ... on a leader that acknowledges while its ISR is below `min.insync.replicas` (Jepsen's
@@ -1439,12 +1466,7 @@ fn replicated_follower_acknowledging_before_sync_is_caught() {
     let mut options = replicated();
     options.bugs.replica.follower_acks_before_sync = true;
     options.final_crash_modes = Some(vec![CrashMode::PowerLossDropUnsynced]);
-    let seeds = 1..11;
-    let caught = caught_on(seeds.clone(), &options, lost_write);
-    assert!(
-        caught.len() >= 3,
-        "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
-    );
+    assert_lost_write_caught(&options, 1..11);
 }
 
 /// ... on followers that truncate to their own high watermark whenever they start following
@@ -1459,12 +1481,7 @@ fn replicated_follower_truncating_by_high_watermark_is_caught() {
     // The window is narrow (two failures together, the first fenced before the second, and
     // the follower's high watermark behind the leader's by what was just acknowledged):
     // caught in 6 of these 200 seeds.
-    let seeds = 1..201;
-    let caught = caught_on(seeds.clone(), &options, lost_write);
-    assert!(
-        caught.len() >= 3,
-        "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
-    );
+    assert_lost_write_caught(&options, 1..201);
 }
 
 fn replicated_five_nodes() -> cluster::ClusterOptions {
@@ -1569,6 +1586,32 @@ fn cluster_group_stale_generation_accepted_is_caught() {
     assert!(
         caught.len() >= 3,
         "expected split-assignment or zombie-commit in most of seeds {seeds:?} with stale generations accepted, caught in {caught:?}"
+    );
+}
+
+/// ... and on a coordinator that goes on serving its groups from memory after its broker
+/// stopped leading their `__consumer_offsets` partition (issue 17's "a coordinator that
+/// serves a group after losing its partition"), in the replicated suite where the
+/// coordinator moves with that partition's leadership: members of the deposed coordinator
+/// and of the new one hold the same partitions in overlapping generations.
+#[test]
+fn replicated_coordinator_serving_after_resignation_is_caught() {
+    let mut options = replicated();
+    options.bugs.coordinator.serve_after_resign = true;
+    // Coordinator moves while its broker lives (a fencing, not a kill) are rare: seeds 1-200
+    // catch it in 4 (40, 46, 79, 109), all in this range, which the honest coordinator
+    // passes (CI runs the suite's seeds 1-1000).
+    let seeds = 40..110;
+    let caught = caught_on(seeds.clone(), &options, |o| {
+        o.has(AnomalyKind::SplitAssignment)
+            || o.has(AnomalyKind::ZombieCommit)
+            || o.has(AnomalyKind::GenerationRegress)
+            || o.has(AnomalyKind::LostCommit)
+            || o.has(AnomalyKind::CommitRegress)
+    });
+    assert!(
+        caught.len() >= 3,
+        "expected a group anomaly in several of seeds {seeds:?}, caught in {caught:?}"
     );
 }
 

@@ -348,6 +348,8 @@ pub struct BrokerBugs {
     pub raft: crate::raft::core::RaftBugs,
     /// Partition replication's planted bugs (lost-write, watermark, inconsistent-offsets).
     pub replica: crate::replication::replica::ReplicaBugs,
+    /// The controller's planted bugs (elections: lost-write).
+    pub controller: crate::controller::core::ControllerBugs,
 }
 
 /// The default `log.scrubber.bytes.per.second`: 4 MiB/s (see

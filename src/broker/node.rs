@@ -216,6 +216,7 @@ impl Node {
         controller_config.default_replication_factor = config.default_replication_factor;
         controller_config.min_insync_replicas = config.min_insync_replicas;
         controller_config.delete_topic_enable = config.delete_topic_enable;
+        controller_config.bugs = config.bugs.controller;
         controller_config.unclean_leader_election_enable = config.unclean_leader_election_enable;
         controller_config.auto_leader_rebalance_enable = config.auto_leader_rebalance_enable;
         controller_config.leader_imbalance_check_interval_ms =

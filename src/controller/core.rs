@@ -157,6 +157,9 @@ pub struct ControllerBugs {
     /// A standby applies each PartitionChangeRecord twice (a loader that replays a batch it
     /// already applied): the leader and partition epochs move twice.
     pub apply_partition_changes_twice: bool,
+    /// An election takes the first live replica of the assignment, in the ISR or not (and
+    /// puts it in the ISR): a replica that lacks acknowledged records may lead (lost-write).
+    pub elect_outside_isr: bool,
 }
 
 impl ControllerConfig {
@@ -1391,6 +1394,18 @@ impl Controller {
         let mut recovery = None;
         let leader = if isr.contains(&p.leader) && self.usable(p.leader) {
             p.leader
+        } else if let Some(leader) = self
+            .config
+            .bugs
+            .elect_outside_isr
+            .then(|| first_usable(&p.replicas))
+            .flatten()
+        {
+            if !isr.contains(&leader) {
+                isr.push(leader);
+                elr.retain(|r| *r != leader);
+            }
+            leader
         } else if let Some(leader) = first_usable(&isr) {
             leader
         } else if isr.is_empty() {

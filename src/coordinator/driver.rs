@@ -251,7 +251,7 @@ impl GroupCoordinator {
         let Some(slot) = inner.shards.get_mut(&index) else {
             return;
         };
-        if slot.shard.status() == ShardStatus::Unloaded {
+        if slot.shard.status() == ShardStatus::Unloaded || slot.shard.bugs.serve_after_resign {
             return;
         }
         tracing::info!(
@@ -428,6 +428,11 @@ impl Shared {
                     Ok(pending) => {
                         // The acker ends only when the slot is dropped.
                         let _ = slot.acks.send((write.id, pending));
+                    }
+                    Err(_) if slot.shard.bugs.serve_after_resign => {
+                        // Planted: the deposed coordinator answers as if it still owned the
+                        // partition.
+                        slot.shard.write_completed(write.id, Ok(()));
                     }
                     Err(code) => {
                         tracing::warn!(

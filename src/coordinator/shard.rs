@@ -111,6 +111,10 @@ pub struct CoordinatorBugs {
     pub answer_commit_before_durable: bool,
     /// Complete a rebalance without bumping the generation.
     pub skip_generation_bump: bool,
+    /// Keep serving a partition's groups after this broker stopped leading the partition:
+    /// no unload on resignation, and a write the partition refuses is answered as done (a
+    /// deposed coordinator beside the new one, acknowledging what it cannot store).
+    pub serve_after_resign: bool,
 }
 
 /// Who sent a request (for DescribeGroups) and the member id the driver drew for it in case

@@ -184,6 +184,11 @@ pub struct ReplicaBugs {
     /// says it diverges: records above a stale high watermark that the leader had committed
     /// are gone from it, and lost if it is elected before it fetches them again.
     pub follower_truncates_by_high_watermark: bool,
+    /// A leader counts an ISR shrink it proposed as soon as it proposes it, before the
+    /// controller commits it (KIP-497 counts a removal only once committed): a leader cut
+    /// off from a follower and from the controller keeps acknowledging without that
+    /// follower, which the controller, having deposed the leader, may then elect.
+    pub shrink_counts_before_commit: bool,
 }
 
 impl Replica {
@@ -663,7 +668,13 @@ impl Replica {
             return;
         }
         let me = self.config.node_id;
-        let ends = self.maximal_isr().into_iter().map(|id| {
+        let members = match &self.in_flight {
+            Some(f) if self.bugs.shrink_counts_before_commit => {
+                f.proposal.new_isr.iter().map(|(id, _)| *id).collect()
+            }
+            _ => self.maximal_isr(),
+        };
+        let ends = members.into_iter().map(|id| {
             if id == me {
                 self.leader_acknowledgeable_end
             } else {

@@ -205,6 +205,20 @@ impl Drop for ProcessCluster {
     }
 }
 
+/// `--override key=value` for each item of `SAMSA_TEST_BROKER_OVERRIDES` (comma-separated
+/// `key=value`): a developer's knob to rerun the process tests with other settings, e.g. the
+/// failover tests with a shorter `broker.session.timeout.ms`. Unset in CI.
+fn extra_overrides() -> Vec<String> {
+    let Ok(list) = std::env::var("SAMSA_TEST_BROKER_OVERRIDES") else {
+        return Vec::new();
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+        .flat_map(|item| ["--override".to_string(), item.to_string()])
+        .collect()
+}
+
 fn data_dir(dir: &Path, id: i32) -> String {
     dir.join(format!("node-{id}")).display().to_string()
 }
@@ -235,6 +249,7 @@ fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
             "--override",
             "offsets.topic.replication.factor=1",
         ])
+        .args(extra_overrides())
         .stdout(Stdio::null())
         .stderr(stderr)
         .spawn()

@@ -1020,8 +1020,10 @@ async fn leader_failover(kill_controller: bool) {
     eprintln!(
         "replication_processes: node {victim} (leader of all {PARTITIONS} partitions, {role}) \
          SIGKILLed; the producer's acknowledgements resumed per partition after {resumed_ms:?} \
-         ms (broker.session.timeout.ms 9000); restarted, it rejoined every ISR as a follower \
-         and a preferred election made it leader again"
+         ms (broker.session.timeout.ms {}); restarted, it rejoined every ISR as a follower \
+         and a preferred election made it leader again",
+        std::env::var("SAMSA_TEST_BROKER_OVERRIDES")
+            .unwrap_or_else(|_| "9000, the default".to_string())
     );
 
     let (sent, deliveries, failed_present) = finish_and_read_back(
