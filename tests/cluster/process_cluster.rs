@@ -32,6 +32,9 @@ pub const POLLS_MAX: u32 = 600;
 pub const POLL_MS: u64 = 100;
 /// A request's bound while nodes come and go.
 pub const REQUEST_TIMEOUT_MS: u64 = 2_000;
+/// How long a node may take to exit after SIGTERM (its controlled shutdown waits for the
+/// controller to move its leaderships, then it closes its logs).
+pub const SIGTERM_WAIT_MS_MAX: u64 = 60_000;
 /// Lines of each node's log printed when a test fails.
 const LOG_TAIL_LINES: usize = 60;
 
@@ -143,6 +146,27 @@ impl ProcessCluster {
         let mut child = self.children.remove(&id).expect("a running node");
         child.kill().expect("SIGKILL");
         let _ = child.wait();
+    }
+
+    /// SIGTERM to node `id` (a graceful stop: controlled shutdown, logs closed), then waits
+    /// for its exit, at most `SIGTERM_WAIT_MS_MAX`; its exit status.
+    pub async fn sigterm(&mut self, id: i32) -> std::process::ExitStatus {
+        let mut child = self.children.remove(&id).expect("a running node");
+        let pid = libc::pid_t::try_from(child.id()).expect("a pid");
+        // SAFETY: kill(2) on the pid of our own unreaped child: the pid cannot have been
+        // reused by another process while the child is not waited for.
+        unsafe {
+            libc::kill(pid, libc::SIGTERM);
+        }
+        for _ in 0..SIGTERM_WAIT_MS_MAX / POLL_MS {
+            if let Ok(Some(status)) = child.try_wait() {
+                return status;
+            }
+            sleep_poll().await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("node {id} did not exit within {SIGTERM_WAIT_MS_MAX} ms of SIGTERM");
     }
 
     /// What node `id` has written to its stderr so far (every start of it).

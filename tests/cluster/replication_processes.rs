@@ -22,6 +22,8 @@
 //! broker rejoins every ISR as a follower, and `samsa leader-election --election-type
 //! preferred --all-topic-partitions` gives it its leaderships back (the tool's report is
 //! checked, as is its failure on an unknown partition). The same read-back checks follow.
+//! The rolling-restart test stops each broker in turn with SIGTERM under the producer and
+//! restarts it: no delivery may fail, and a preferred election puts the leaders back.
 //!
 //! Invariants: every wait is bounded by a named limit; nothing here asserts on the time a
 //! sleep took (the sleeps only pace the producer and the polls).
@@ -821,6 +823,34 @@ fn leader_election(cluster: &ProcessCluster, id: i32, args: &[&str]) -> (bool, S
     (out.status.success(), format!("{stdout}{stderr}"))
 }
 
+/// `samsa leader-election --election-type preferred --all-topic-partitions` through node
+/// `id`, which must succeed; then waits until every node shows the placed leaders and the ISR
+/// `everyone`. The tool's output.
+async fn elect_preferred_leaders(
+    cluster: &ProcessCluster,
+    id: i32,
+    placement: &[Vec<i32>],
+    everyone: &BTreeSet<i32>,
+) -> String {
+    let (ok, out) = leader_election(
+        cluster,
+        id,
+        &["--election-type", "preferred", "--all-topic-partitions"],
+    );
+    assert!(ok, "samsa leader-election: {out}");
+    wait_isr(
+        cluster,
+        &cluster.ids(),
+        placement,
+        everyone,
+        samsa::rt::time::now(),
+        REJOIN_WAIT_MS_MAX,
+        "after the preferred election",
+    )
+    .await;
+    out
+}
+
 /// The leader of every partition is SIGKILLed (one broker, the active controller or not as
 /// `kill_controller` says, is every partition's preferred leader) under an idempotent
 /// acks=all librdkafka producer:
@@ -950,12 +980,7 @@ async fn leader_failover(kill_controller: bool) {
         "the restarted node comes back as a follower: {rejoined:?}"
     );
     // Preferred elections give it back its leaderships.
-    let (ok, out) = leader_election(
-        &cluster,
-        others[0],
-        &["--election-type", "preferred", "--all-topic-partitions"],
-    );
-    assert!(ok, "samsa leader-election: {out}");
+    let out = elect_preferred_leaders(&cluster, others[0], &placement, &everyone).await;
     let elected: Vec<String> = (0..PARTITIONS).map(|p| format!("{TOPIC}-{p}")).collect();
     assert!(
         out.contains(&format!(
@@ -964,16 +989,6 @@ async fn leader_failover(kill_controller: bool) {
         )),
         "{out}"
     );
-    wait_isr(
-        &cluster,
-        &all,
-        &placement,
-        &everyone,
-        samsa::rt::time::now(),
-        REJOIN_WAIT_MS_MAX,
-        "after the preferred election",
-    )
-    .await;
     let (ok, out) = leader_election(
         &cluster,
         others[1],
@@ -1041,6 +1056,81 @@ async fn leader_failover(kill_controller: bool) {
          {} failed deliveries ({failed_present} of them stored), all read back",
         deliveries.acked.len(),
         deliveries.failed.len(),
+    );
+    cluster.stop();
+}
+
+/// A rolling restart under load: each broker in turn gets SIGTERM (a controlled shutdown that
+/// moves its leaderships first), exits 0, restarts on its directory and rejoins every ISR
+/// before the next one goes, while the idempotent acks=all producer runs throughout. No
+/// delivery fails, and a preferred election at the end puts every leader back on its
+/// preferred replica. Everything acknowledged is read back as in the tests above.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_restart_under_load_fails_no_produce() {
+    let mut cluster = ProcessCluster::start(NODES);
+    let all = cluster.ids();
+    let bootstrap = cluster.bootstrap(&all);
+    cluster.wait_registered().await;
+    wait_active_controller(&cluster).await;
+    let n = all.len();
+    let placement: Vec<Vec<i32>> = (0..PARTITIONS as usize)
+        .map(|p| (0..n).map(|i| all[(p + i) % n]).collect())
+        .collect();
+    let everyone = create_placed_topic(&cluster, &placement).await;
+    let (deliveries, producer, stop, producing) = start_producer(&bootstrap);
+    let before = wait_acks(
+        &producer,
+        &deliveries,
+        &BTreeMap::new(),
+        "before the restarts",
+    )
+    .await;
+    let mut restarts_ms = Vec::new();
+    for id in &all {
+        let started = samsa::rt::time::now();
+        let status = cluster.sigterm(*id).await;
+        assert!(
+            status.success(),
+            "node {id} exits 0 after SIGTERM: {status}"
+        );
+        let stopped_ms = started.elapsed().as_millis();
+        cluster.restart(*id);
+        wait_whole_isr(
+            &cluster,
+            &all,
+            &everyone,
+            REJOIN_WAIT_MS_MAX,
+            "after a restart",
+        )
+        .await;
+        restarts_ms.push((*id, stopped_ms, started.elapsed().as_millis()));
+        let now = deliveries
+            .lock()
+            .expect("the deliveries")
+            .acked_per_partition();
+        wait_acks(&producer, &deliveries, &now, "after a restart").await;
+    }
+    elect_preferred_leaders(&cluster, all[0], &placement, &everyone).await;
+    let failed = deliveries.lock().expect("the deliveries").failed.len();
+    assert_eq!(failed, 0, "no delivery failed during the rolling restart");
+    let (sent, deliveries, _) = finish_and_read_back(
+        producer,
+        &deliveries,
+        producing,
+        &stop,
+        &bootstrap,
+        "replication-processes-rolling",
+    )
+    .await;
+    assert!(
+        deliveries.failed.is_empty(),
+        "no delivery failed: {:?}",
+        deliveries.failed.first()
+    );
+    eprintln!(
+        "replication_processes: rolling restart of nodes {all:?} under load: (node, ms to exit \
+         after SIGTERM, ms until it was back in every ISR) {restarts_ms:?}; {sent} records sent, \
+         all acknowledged ({before:?} before the first stop), none failed, all read back"
     );
     cluster.stop();
 }
