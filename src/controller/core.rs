@@ -1292,6 +1292,18 @@ impl Controller {
             .topics
             .values()
             .any(|t| t.partitions.values().any(|p| p.leader == broker_id));
+        if r.want_shut_down && broker.in_controlled_shutdown && leads_nothing && !broker.fenced {
+            // Kafka's SHUTDOWN_NOW: a broker whose controlled shutdown is complete is fenced,
+            // so that its next incarnation may register at once instead of waiting for this
+            // one's session to expire (a rolling restart).
+            let records = self.fence_records(broker_id);
+            self.write(records);
+            return Ok(HeartbeatReply {
+                is_caught_up,
+                is_fenced: true,
+                should_shut_down: true,
+            });
+        }
         Ok(HeartbeatReply {
             is_caught_up,
             is_fenced: broker.fenced,

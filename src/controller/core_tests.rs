@@ -373,7 +373,16 @@ fn controller_controlled_shutdown_moves_leadership_before_allowing_it() {
     assert!(c.committed().brokers[&1].in_controlled_shutdown);
     assert_eq!(led_by_1(&c), 0);
     assert!(state.should_shut_down);
-    assert!(!state.is_fenced);
+    // Kafka's SHUTDOWN_NOW: fenced as its shutdown completes, so that its next incarnation
+    // registers at once, its old session still fresh.
+    assert!(state.is_fenced);
+    assert!(c.committed().brokers[&1].fenced);
+    let Reply::RegisterBroker(Ok(again)) =
+        call(&mut c, 200, Request::RegisterBroker(registration(1, 2)))
+    else {
+        panic!("the next incarnation is refused while the old session is fresh")
+    };
+    assert!(again > e1);
     // A fenced broker may always shut down at once.
     let Reply::RegisterBroker(Ok(e3)) =
         call(&mut c, 0, Request::RegisterBroker(registration(3, 1)))
