@@ -26,11 +26,12 @@ use crate::broker::forwarding::{answer, Answer, Forwarder};
 use crate::broker::lifecycle_driver::LifecycleHandle;
 use crate::broker::topics::NewTopic;
 use crate::controller::core::{
-    ConfigOp, ControllerError, ElectLeadersResults, ElectionType, NewPartitions, Reply, Request,
-    TopicRef,
+    ConfigOp, ControllerError, ElectionType, NewPartitions, Reply, Request, TopicRef,
 };
 use crate::controller::driver::ControllerHandle;
-use crate::controller::handlers::elect_leaders::{ELECTION_TYPE_PREFERRED, ELECTION_TYPE_UNCLEAN};
+use crate::controller::handlers::elect_leaders::{
+    response as elect_leaders_response, wire_election_type,
+};
 use crate::controller::image::ConfigResource;
 use crate::protocol::allocate_producer_ids::{
     AllocateProducerIdsRequest, AllocateProducerIdsResponse,
@@ -80,35 +81,6 @@ const CONFIG_OP_SET: i8 = 0;
 const CONFIG_OP_DELETE: i8 = 1;
 
 /// An answer without the one result asked for.
-/// A forwarded ElectLeaders' per-partition outcomes: the error code and message.
-type RemoteElectLeadersResults = Vec<(String, Vec<(i32, Result<(), (i16, Option<String>)>)>)>;
-
-/// The controller's error for a forwarded election's error code, so that the broker's
-/// answer carries the same code and message.
-fn remote_election_error(
-    topic: &str,
-    index: i32,
-    code: i16,
-    message: Option<String>,
-) -> ControllerError {
-    let partition = format!("{topic}-{index}");
-    let reason = message.unwrap_or_else(|| ErrorCode(code).to_string());
-    match ErrorCode(code) {
-        ErrorCode::ELECTION_NOT_NEEDED => ControllerError::ElectionNotNeeded { partition },
-        ErrorCode::PREFERRED_LEADER_NOT_AVAILABLE => {
-            ControllerError::PreferredLeaderNotAvailable { partition, reason }
-        }
-        ErrorCode::ELIGIBLE_LEADERS_NOT_AVAILABLE => {
-            ControllerError::EligibleLeadersNotAvailable { partition }
-        }
-        ErrorCode::UNKNOWN_TOPIC_OR_PARTITION => ControllerError::UnknownPartition {
-            topic: topic.to_string(),
-            partition: index,
-        },
-        _ => ControllerError::InvalidRequest { reason },
-    }
-}
-
 fn empty_answer<T>(api: &str) -> Answer<T> {
     Answer::Failed(ChannelError::Remote {
         code: ErrorCode::UNKNOWN_SERVER_ERROR,
@@ -561,21 +533,19 @@ impl ControllerChannel {
         }
     }
 
-    /// ElectLeaders (KIP-460) for the partitions named (None: every partition): each
-    /// partition's outcome, as the active controller decided it; once this returns, this
-    /// broker has applied the elections. A forwarded request goes at the newest version both
-    /// speak, so that the election type is carried (v1+).
+    /// ElectLeaders (KIP-460) for the partitions named (None: every partition): the answer,
+    /// as the active controller gave it (forwarded, its response itself; in process, its
+    /// reply encoded the same way); once this returns, this broker has applied the elections.
+    /// A forwarded request goes at the newest version both speak, so that the election type is
+    /// carried (v1+).
     pub async fn elect_leaders(
         &self,
         election: ElectionType,
         partitions: Option<Vec<(String, Vec<i32>)>>,
-    ) -> Result<ElectLeadersResults, ChannelError> {
+    ) -> Result<ElectLeadersResponse, ChannelError> {
         if let Some(forwarder) = self.remote().await {
             let request = ElectLeadersRequest {
-                election_type: match election {
-                    ElectionType::Preferred => ELECTION_TYPE_PREFERRED,
-                    ElectionType::Unclean => ELECTION_TYPE_UNCLEAN,
-                },
+                election_type: wire_election_type(election),
                 topic_partitions: partitions.map(|topics| {
                     topics
                         .into_iter()
@@ -587,52 +557,20 @@ impl ControllerChannel {
                 }),
                 timeout_ms: FORWARDED_TIMEOUT_MS,
             };
-            let (results, hw) = forwarder
+            let (response, hw) = forwarder
                 .forward(ELECT_LEADERS, &request, |r: ElectLeadersResponse| {
-                    answer(r.error_code, None, || {
-                        r.replica_election_results
-                            .iter()
-                            .map(|t| {
-                                let partitions = t
-                                    .partition_result
-                                    .iter()
-                                    .map(|p| {
-                                        let outcome = match p.error_code {
-                                            0 => Ok(()),
-                                            code => Err((code, p.error_message.clone())),
-                                        };
-                                        (p.partition_id, outcome)
-                                    })
-                                    .collect();
-                                (t.topic.clone(), partitions)
-                            })
-                            .collect::<RemoteElectLeadersResults>()
-                    })
+                    answer(r.error_code, None, || r)
                 })
                 .await?;
             self.applied_through(hw).await?;
-            return Ok(results
-                .into_iter()
-                .map(|(topic, partitions)| {
-                    let partitions = partitions
-                        .into_iter()
-                        .map(|(index, outcome)| {
-                            let outcome = outcome.map_err(|(code, message)| {
-                                remote_election_error(&topic, index, code, message)
-                            });
-                            (index, outcome)
-                        })
-                        .collect();
-                    (topic, partitions)
-                })
-                .collect());
+            return Ok(response);
         }
         let request = Request::ElectLeaders {
             election,
             partitions,
         };
         match self.call(request).await? {
-            Reply::ElectLeaders(results) => Ok(results),
+            Reply::ElectLeaders(results) => Ok(elect_leaders_response(results)),
             other => panic!("an ElectLeaders answered with {other:?}"),
         }
     }

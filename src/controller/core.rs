@@ -1347,11 +1347,7 @@ impl Controller {
             configs
                 .get(&resource)
                 .and_then(|c| c.get(UNCLEAN_LEADER_ELECTION_CONFIG))
-                .and_then(|v| match v.trim().to_ascii_lowercase().as_str() {
-                    "true" => Some(true),
-                    "false" => Some(false),
-                    _ => None,
-                })
+                .and_then(|v| flag(v))
         };
         of(ConfigResource::topic(topic))
             .or_else(|| of(ConfigResource::broker(None)))
@@ -1364,7 +1360,7 @@ impl Controller {
         self.config.unclean_leader_election_enable
             || self.active().working.configs.values().any(|c| {
                 c.get(UNCLEAN_LEADER_ELECTION_CONFIG)
-                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+                    .is_some_and(|v| flag(v) == Some(true))
             })
     }
 
@@ -2890,6 +2886,16 @@ struct ElectionRules {
     min_isr: usize,
     /// `unclean.leader.election.enable`.
     unclean_election: bool,
+}
+
+/// A boolean config's value, as Kafka reads one (either case, blanks around); None for
+/// anything else.
+fn flag(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
+    }
 }
 
 /// A list config's items (comma separated, blanks dropped).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use crate::broker::Broker;
 use crate::controller::core::{ControllerError, ElectLeadersResults};
-use crate::controller::handlers::elect_leaders::{election_type, response};
+use crate::controller::handlers::elect_leaders::{election_type, partitions, response};
 use crate::protocol::elect_leaders::{
     ElectLeadersPartitionResult, ElectLeadersRequest, ElectLeadersResponse, ReplicaElectionResult,
 };
@@ -28,17 +28,12 @@ pub async fn handle(
             ..Default::default()
         };
     };
-    let partitions: Option<Vec<(String, Vec<i32>)>> = request.topic_partitions.map(|topics| {
-        topics
-            .into_iter()
-            .map(|t| (t.topic, t.partitions))
-            .collect()
-    });
+    let partitions = partitions(request);
     let Some(channel) = broker.topics.controller_channel() else {
         return response(alone(broker, partitions).await);
     };
     match channel.elect_leaders(election, partitions.clone()).await {
-        Ok(results) => response(results),
+        Ok(response) => response,
         Err(e) => {
             let code = e.code().0;
             let message = Some(e.to_string());

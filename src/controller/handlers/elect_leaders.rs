@@ -32,6 +32,24 @@ pub fn election_type(request: &ElectLeadersRequest, version: i16) -> Option<Elec
     }
 }
 
+/// The wire number of an election type.
+pub fn wire_election_type(election: ElectionType) -> i8 {
+    match election {
+        ElectionType::Preferred => ELECTION_TYPE_PREFERRED,
+        ElectionType::Unclean => ELECTION_TYPE_UNCLEAN,
+    }
+}
+
+/// The partitions a request names, per topic (None: every partition).
+pub fn partitions(request: ElectLeadersRequest) -> Option<Vec<(String, Vec<i32>)>> {
+    request.topic_partitions.map(|topics| {
+        topics
+            .into_iter()
+            .map(|t| (t.topic, t.partitions))
+            .collect()
+    })
+}
+
 pub fn decode(version: i16, body: Bytes) -> Result<Decoded, HandlerError> {
     let request = ElectLeadersRequest::decode_exact(body, version)?;
     let Some(election) = election_type(&request, version) else {
@@ -41,15 +59,9 @@ pub fn decode(version: i16, body: Bytes) -> Result<Decoded, HandlerError> {
         };
         return Ok(Decoded::Answer(encode_message(&response, version)?));
     };
-    let partitions = request.topic_partitions.map(|topics| {
-        topics
-            .into_iter()
-            .map(|t| (t.topic, t.partitions))
-            .collect()
-    });
     Ok(Decoded::Request(Request::ElectLeaders {
         election,
-        partitions,
+        partitions: partitions(request),
     }))
 }
 
