@@ -199,6 +199,22 @@ pub struct BrokerConfig {
     pub kraft: KraftSettings,
 }
 
+/// Samsa's `broker.session.timeout.ms` default: 2 s, where Kafka's is 9 s. The session is
+/// the failure detector of partition leaders: a dead leader's partitions move only once its
+/// session expires, so it is most of a failover's time (the goal is a producer acknowledged
+/// again within 3 s of a leader's SIGKILL). Kafka's 9 s leaves room for JVM garbage
+/// collection pauses; a Samsa broker has none, sends its heartbeats from a task of their own,
+/// and the controller answers them from memory, off the disk path. Shorter still would fence
+/// brokers that are merely slow for a moment (a fenced live broker heartbeats, is unfenced
+/// and gets its leaderships back by preferred election: no data is at risk, only a brief
+/// leader move). Kafka's values remain a setting away.
+pub const BROKER_SESSION_TIMEOUT_MS_DEFAULT: u64 = 2_000;
+/// Samsa's `broker.heartbeat.interval.ms` default (Kafka's is 2000): four heartbeats a
+/// session, so that one or two lost or late ones do not fence a broker.
+pub const BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT: u64 = 500;
+const _: () =
+    assert!(BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT * 4 <= BROKER_SESSION_TIMEOUT_MS_DEFAULT);
+
 /// KRaft settings of a `samsa broker` node, under Kafka's names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KraftSettings {
@@ -218,10 +234,11 @@ pub struct KraftSettings {
     pub bootstrap_servers_without_voters: bool,
     /// `metadata.log.dir`: where `__cluster_metadata-0` lives (the log directory by default).
     pub metadata_log_dir: Option<String>,
-    /// `broker.session.timeout.ms` (Kafka's 9000): a broker without a heartbeat this long
-    /// is fenced.
+    /// `broker.session.timeout.ms` ([`BROKER_SESSION_TIMEOUT_MS_DEFAULT`]; Kafka's is 9000): a
+    /// broker without a heartbeat this long is fenced.
     pub broker_session_timeout_ms: u64,
-    /// `broker.heartbeat.interval.ms` (Kafka's 2000).
+    /// `broker.heartbeat.interval.ms` ([`BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT`]; Kafka's is
+    /// 2000).
     pub broker_heartbeat_interval_ms: u64,
 }
 
@@ -234,8 +251,8 @@ impl Default for KraftSettings {
             quorum_voters: BTreeMap::new(),
             bootstrap_servers_without_voters: false,
             metadata_log_dir: None,
-            broker_session_timeout_ms: 9_000,
-            broker_heartbeat_interval_ms: 2_000,
+            broker_session_timeout_ms: BROKER_SESSION_TIMEOUT_MS_DEFAULT,
+            broker_heartbeat_interval_ms: BROKER_HEARTBEAT_INTERVAL_MS_DEFAULT,
         }
     }
 }

@@ -163,12 +163,14 @@ pub struct ControllerBugs {
 }
 
 impl ControllerConfig {
-    /// Kafka's defaults (the cluster id and node id are the caller's).
+    /// Kafka's defaults, but for the broker session's (Samsa's, see
+    /// [`crate::broker::config::BROKER_SESSION_TIMEOUT_MS_DEFAULT`]); the cluster id and node
+    /// id are the caller's.
     pub fn new(node_id: i32, cluster_id: &str, seed: u64) -> ControllerConfig {
         ControllerConfig {
             node_id,
             cluster_id: cluster_id.to_string(),
-            session_timeout_ms: 9_000,
+            session_timeout_ms: crate::broker::config::BROKER_SESSION_TIMEOUT_MS_DEFAULT,
             num_partitions: 1,
             default_replication_factor: 1,
             min_insync_replicas: 1,
@@ -797,6 +799,39 @@ impl Controller {
     /// The image requests are decided against: the working image while active.
     pub fn working(&self) -> &MetadataImage {
         self.active.as_ref().map_or(&self.committed, |a| &a.working)
+    }
+
+    /// Counts broker `broker_id`'s session as if its last heartbeat came `silent_ms` before
+    /// `now_ms`, when that is earlier than the activation (which starts every session afresh,
+    /// as Kafka's does). The driver calls it right after [`Controller::become_active`] for the
+    /// node whose silence made this controller's replica stand for election (its fetch
+    /// timeout): on a combined node the quorum's lost leader is the broker of the same id,
+    /// and it has been silent that long already. A live broker so fenced early heartbeats
+    /// and is unfenced again; a dead one stops leading `silent_ms` sooner. A broker this
+    /// controller does not know, a fenced one, or this controller's own is left alone.
+    pub fn backdate_session(&mut self, broker_id: i32, silent_ms: u64, now_ms: u64) {
+        let colocated = self.config.colocated_broker.map(|(id, _)| id);
+        let active = self
+            .active
+            .as_mut()
+            .expect("backdating a session while not active");
+        let known = active
+            .working
+            .brokers
+            .get(&broker_id)
+            .is_some_and(|b| !b.fenced);
+        if !known || colocated == Some(broker_id) {
+            return;
+        }
+        let last_ms = now_ms.saturating_sub(silent_ms);
+        let session = active.sessions.entry(broker_id).or_insert(last_ms);
+        *session = (*session).min(last_ms);
+        assert!(*session <= now_ms, "a session counted from the future");
+        tracing::info!(
+            broker_id,
+            silent_ms,
+            "controller: counting a broker's session from the quorum leader's silence"
+        );
     }
 
     /// Takes what the driver must do.

@@ -103,6 +103,16 @@ fn call(c: &mut Controller, now_ms: u64, request: Request) -> Reply {
 }
 
 /// Registers and unfences `broker_id`; its epoch.
+/// The committed image's fenced brokers, by id.
+fn fenced_brokers(c: &Controller) -> Vec<i32> {
+    c.committed()
+        .brokers
+        .values()
+        .filter(|b| b.fenced)
+        .map(|b| b.id)
+        .collect()
+}
+
 fn join(c: &mut Controller, now_ms: u64, broker_id: i32) -> i64 {
     let Reply::RegisterBroker(Ok(epoch)) = call(
         c,
@@ -279,13 +289,7 @@ fn controller_fences_one_stale_broker_per_tick() {
     join(&mut c, 0, 2);
     c.tick(60_000);
     commit_all(&mut c);
-    let fenced: Vec<i32> = c
-        .committed()
-        .brokers
-        .values()
-        .filter(|b| b.fenced)
-        .map(|b| b.id)
-        .collect();
+    let fenced = fenced_brokers(&c);
     assert_eq!(fenced.len(), 1, "{fenced:?}");
     c.tick(60_000);
     commit_all(&mut c);
@@ -1170,14 +1174,20 @@ fn controller_after_a_failover_places_only_on_brokers_it_heard_from() {
     assert_eq!(leaders(&c, "later"), BTreeSet::from([2, 3]));
 }
 
-#[test]
-fn controller_counts_the_broker_of_its_own_process_as_heard_from() {
+/// An active controller (as [`active`]) whose own process also runs broker 2.
+fn active_beside_broker_2() -> Controller {
     let mut config = ControllerConfig::new(1, CLUSTER, 7);
     config.colocated_broker = Some((2, Uuid([1; 16])));
     let mut c = Controller::new(config, Arc::new(TestPolicy));
     c.replay_committed(0, 0, 1, &[]).unwrap();
     c.become_active(0, 1, 1);
     commit_all(&mut c);
+    c
+}
+
+#[test]
+fn controller_counts_the_broker_of_its_own_process_as_heard_from() {
+    let mut c = active_beside_broker_2();
     for id in 1..=3 {
         join(&mut c, 0, id);
     }
@@ -1194,6 +1204,48 @@ fn controller_counts_the_broker_of_its_own_process_as_heard_from() {
         .map(|p| p.leader)
         .collect();
     assert_eq!(leaders, BTreeSet::from([2]));
+}
+
+/// A controller that took over from a silent quorum leader (the node of broker 1) counts
+/// that broker's session from the silence, not from its own activation: broker 1 is fenced
+/// `session - silence` after the activation, the others a whole session after it.
+#[test]
+fn controller_counts_the_silent_predecessors_session_from_its_silence() {
+    let mut c = active(0);
+    for id in 1..=3 {
+        join(&mut c, 0, id);
+    }
+    c.become_inactive();
+    let next = c.applied_offset() + 1;
+    let now = 10_000;
+    c.become_active(now, 2, next);
+    let timeout_ms = c.config.session_timeout_ms;
+    assert_eq!(c.next_deadline_ms(), Some(now + timeout_ms));
+    let silent_ms = 2_500;
+    c.backdate_session(1, silent_ms, now);
+    // Never later than the activation's fresh session, and only for a known broker.
+    c.backdate_session(3, 0, now);
+    c.backdate_session(9, silent_ms, now);
+    assert_eq!(c.next_deadline_ms(), Some(now - silent_ms + timeout_ms));
+    c.tick(now - silent_ms + timeout_ms - 1);
+    assert!(c.ready().proposals.is_empty(), "not before the deadline");
+    c.tick(now - silent_ms + timeout_ms);
+    commit_all(&mut c);
+    assert_eq!(fenced_brokers(&c), vec![1]);
+    assert_eq!(c.next_deadline_ms(), Some(now + timeout_ms));
+}
+
+/// The broker of the controller's own process is never backdated: it is alive.
+#[test]
+fn controller_never_backdates_its_own_broker() {
+    let mut c = active_beside_broker_2();
+    join(&mut c, 0, 2);
+    c.backdate_session(2, 60_000, 100_000);
+    assert_eq!(
+        c.next_deadline_ms(),
+        Some(c.config.session_timeout_ms),
+        "its session still runs from its heartbeat"
+    );
 }
 
 // Replication: placement of several replicas, AlterPartition, the ELR.

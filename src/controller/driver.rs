@@ -347,6 +347,9 @@ impl Driver {
         let now_ms = self.now_ms();
         self.core
             .become_active(now_ms, status.epoch, status.log_end_offset);
+        if let Some((node_id, silent_ms)) = status.predecessor_silence {
+            self.core.backdate_session(node_id, silent_ms, now_ms);
+        }
         self.active_epoch = Some(status.epoch);
         tracing::info!(
             epoch = status.epoch,

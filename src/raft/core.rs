@@ -417,6 +417,21 @@ pub struct Raft {
     bugs: RaftBugs,
     /// Fetches held by a leadership that just ended, to be answered NOT_LEADER_OR_FOLLOWER.
     stepped_down: Vec<FetchRequest>,
+    /// The leader this voter followed until its fetch timeout expired, with the epoch it led
+    /// and when it was last heard from: kept while this voter stands, dropped once it
+    /// follows anyone.
+    lost_leader: Option<LostLeader>,
+    /// Once this voter leads after losing its leader: that leader's id and how long this
+    /// voter had not heard from it when it took over ([`Raft::predecessor_silence`]).
+    predecessor_silence: Option<(i32, u64)>,
+}
+
+/// The leader a follower stopped hearing from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LostLeader {
+    id: i32,
+    epoch: i32,
+    last_heard_ms: u64,
 }
 
 impl Raft {
@@ -452,6 +467,8 @@ impl Raft {
             ready: Ready::default(),
             bugs: RaftBugs::default(),
             stepped_down: Vec::new(),
+            lost_leader: None,
+            predecessor_silence: None,
         };
         raft.fetch.deadline_ms = now_ms + config.fetch_timeout_ms;
         // Request ids start at random, so that an answer meant for this replica's previous
@@ -492,6 +509,16 @@ impl Raft {
 
     pub fn role(&self) -> &Role {
         self.election.role()
+    }
+
+    /// While this voter leads an epoch it won after its leader went silent (its fetch
+    /// timeout expired): that leader's id and how long this voter had not heard from it when
+    /// it took over. The controller counts that node's broker session from then, not from
+    /// its own activation: the silence that started this election is the broker's too when
+    /// the node is a combined one (the node id is the broker id). `None` after a resignation
+    /// (the leader was heard from), a first election, or for a follower.
+    pub fn predecessor_silence(&self) -> Option<(i32, u64)> {
+        self.leader.as_ref().and(self.predecessor_silence)
     }
 
     pub fn is_leader(&self) -> bool {
@@ -698,6 +725,14 @@ impl Raft {
         match self.election.role().clone() {
             Role::Follower { .. } => {
                 if now_ms >= self.fetch.deadline_ms {
+                    self.lost_leader = match (self.leader_id(), self.fetch.last_heard_ms) {
+                        (Some(id), Some(last_heard_ms)) => Some(LostLeader {
+                            id,
+                            epoch: self.epoch(),
+                            last_heard_ms,
+                        }),
+                        _ => None,
+                    };
                     self.start_pre_vote(now_ms);
                 }
             }
@@ -771,6 +806,7 @@ impl Raft {
         let Some(leader) = self.leader.take() else {
             return;
         };
+        self.predecessor_silence = None;
         // Answered once the input is taken, so that the answers carry the new epoch.
         self.stepped_down
             .extend(leader.parked.into_values().map(|(request, _)| request));
@@ -828,6 +864,11 @@ impl Raft {
         let persisted = self.election.become_leader();
         self.persist(persisted.0);
         let epoch = self.epoch();
+        self.predecessor_silence = self.lost_leader.take().map(|lost| {
+            assert!(lost.epoch < epoch, "a lost leader of this very epoch");
+            assert_ne!(lost.id, self.local.id, "a voter lost itself as leader");
+            (lost.id, now_ms.saturating_sub(lost.last_heard_ms))
+        });
         let epoch_start_offset = self.log.end_offset();
         let mut records = Vec::new();
         if epoch_start_offset == 0 {
@@ -1085,6 +1126,8 @@ impl Raft {
                 if let Some(persisted) = persisted {
                     self.persist(persisted.0);
                     self.step_down();
+                    self.lost_leader = None;
+                    self.predecessor_silence = None;
                     self.fetch.in_flight = None;
                     self.fetch.leader_resigned = false;
                     self.fetch.last_heard_ms = None;
@@ -1214,6 +1257,7 @@ impl Raft {
         } else {
             self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
             self.fetch.last_heard_ms = Some(now_ms);
+            self.lost_leader = None;
             None
         };
         let answer = Message::BeginQuorumEpochResponse {
@@ -1635,6 +1679,7 @@ impl Raft {
         }
         self.fetch.deadline_ms = now_ms + self.config.fetch_timeout_ms;
         self.fetch.last_heard_ms = Some(now_ms);
+        self.lost_leader = None;
         self.fetch.leader_lost = false;
         true
     }
@@ -2016,14 +2061,27 @@ mod tests {
         let mut raft = replica(LogView::empty(), ElectionState::INITIAL);
         let mut now = raft.next_deadline_ms();
         raft.tick(now);
+        win_votes(&mut raft, now, &[2, 3]);
+        assert!(raft.is_leader());
+        now += 1;
+        let ready = raft.ready();
+        let end = raft.log().end_offset();
+        raft.synced(now, end, ready.sync.expect("a sync"));
+        raft.ready();
+        (raft, now)
+    }
+
+    /// Grants the pre-votes and then the votes node 1 asks of `voters` (every voter it asks
+    /// must be among them); the other requests go unanswered.
+    fn win_votes(raft: &mut Raft, now: u64, voters: &[i32]) {
         for pre_vote in [true, false] {
             let requests: Vec<Envelope> = raft
                 .ready()
                 .messages
                 .into_iter()
-                .filter(|m| matches!(m.message, Message::Vote(_)))
+                .filter(|m| matches!(m.message, Message::Vote(_)) && voters.contains(&m.to))
                 .collect();
-            assert_eq!(requests.len(), 2, "votes asked of both peers");
+            assert_eq!(requests.len(), voters.len(), "votes asked of {voters:?}");
             for request in requests {
                 let Message::Vote(vote) = request.message else {
                     unreachable!()
@@ -2051,13 +2109,6 @@ mod tests {
                 );
             }
         }
-        assert!(raft.is_leader());
-        now += 1;
-        let ready = raft.ready();
-        let end = raft.log().end_offset();
-        raft.synced(now, end, ready.sync.expect("a sync"));
-        raft.ready();
-        (raft, now)
     }
 
     fn fetch(raft: &mut Raft, now_ms: u64, request_id: u64) -> Vec<Message> {
@@ -2122,6 +2173,51 @@ mod tests {
             vec![(3, Some(QuorumError::NotLeader), epoch + 1)],
             "only the newest held fetch, answered in the new epoch"
         );
+    }
+
+    /// Node 1 follows node 3, hears from it at `heard`, then nothing: at its fetch timeout it
+    /// stands, wins with node 2's votes, and reports how long node 3 had been silent; a
+    /// later leader change it hears of clears it.
+    #[test]
+    fn a_leader_elected_after_its_leader_went_silent_reports_the_silence() {
+        let mut raft = replica(LogView::empty(), ElectionState::INITIAL);
+        let heard = 10;
+        raft.step(
+            heard,
+            Envelope {
+                from: 3,
+                to: 1,
+                message: Message::BeginQuorumEpoch {
+                    epoch: 1,
+                    leader_id: 3,
+                },
+            },
+        );
+        raft.ready();
+        assert_eq!(raft.leader_id(), Some(3));
+        assert_eq!(raft.predecessor_silence(), None, "a follower");
+        let now = heard + RaftConfig::DEFAULT.fetch_timeout_ms;
+        raft.tick(now);
+        win_votes(&mut raft, now, &[2]);
+        assert!(raft.is_leader());
+        assert_eq!(
+            raft.predecessor_silence(),
+            Some((3, now - heard)),
+            "node 3, silent since it was last heard"
+        );
+        let epoch = raft.epoch();
+        raft.step(
+            now + 1,
+            Envelope {
+                from: 2,
+                to: 1,
+                message: Message::BeginQuorumEpoch {
+                    epoch: epoch + 1,
+                    leader_id: 2,
+                },
+            },
+        );
+        assert_eq!(raft.predecessor_silence(), None, "no longer leading");
     }
 
     #[test]

@@ -200,6 +200,9 @@ pub struct Status {
     pub snapshot: Option<SnapshotId>,
     /// Whether the state machine should hand over a snapshot (see [`SnapshotConfig`]).
     pub snapshot_due: bool,
+    /// While leading: the previous leader this replica stopped hearing from, and for how
+    /// long it had been silent when this replica took over (`Raft::predecessor_silence`).
+    pub predecessor_silence: Option<(i32, u64)>,
 }
 
 /// An answer to a request, for its connection to write.
@@ -963,6 +966,7 @@ impl Driver {
             log_start_offset: log.start_offset(),
             snapshot: log.snapshot(),
             snapshot_due,
+            predecessor_silence: self.raft.predecessor_silence(),
         });
     }
 
