@@ -284,6 +284,33 @@ pub struct CheckOptions {
     /// is superseded, not lost, when the rule excuses it ([`crate::compaction`]). `None` by
     /// default.
     pub compaction: Option<crate::compaction::Compaction>,
+    /// Which acknowledgements and reads prove a record committed: every one (acks=all, clean
+    /// elections: the default), or fewer, where Kafka allows losing records on a failover.
+    pub durability: Durability,
+}
+
+/// How far an acknowledgement or a read proves a record durable, by the producer's `acks` and
+/// the topic's `unclean.leader.election.enable`. Where a proof is weaker than the default,
+/// records it covered that the final log lacks are *allowed* losses: counted in
+/// [`Report::losses_allowed`] (and the reads that saw them in
+/// [`Report::reads_contradicted`]), never hidden, never anomalies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// acks=all with clean elections: an acknowledged record, and a record any read
+    /// returned (reads stop at the high watermark), is committed and must survive.
+    #[default]
+    Committed,
+    /// acks=1: an acknowledgement is the leader's alone, taken before any follower has the
+    /// record; Kafka loses it when the leader fails before a follower fetched it. An
+    /// acknowledged append the final log lacks is judged as one of unknown outcome. Reads
+    /// still prove commitment: they stop at the high watermark, which the ISR holds.
+    LeaderAcknowledged,
+    /// `unclean.leader.election.enable=true`: a replica outside the ISR may be elected and
+    /// the records it lacks, committed ones too, are gone. Besides acknowledgements as for
+    /// `LeaderAcknowledged`, a read whose records the final log contradicts (a record missing,
+    /// or another at its offset) proves nothing and is left out of every check, and the high
+    /// watermark may move back.
+    UncleanElections,
 }
 
 /// The verdict on one run.
@@ -302,6 +329,12 @@ pub struct Report {
     /// Committed records missing at or after the offset where corruption of
     /// synced data was detected: expected losses, so not anomalies.
     pub losses_excused: usize,
+    /// Acknowledged or read records missing from the final log where
+    /// [`CheckOptions::durability`] allows their loss (acks=1, unclean elections).
+    pub losses_allowed: usize,
+    /// Successful reads the final log contradicts, left out under
+    /// [`Durability::UncleanElections`].
+    pub reads_contradicted: usize,
 }
 
 impl Report {
@@ -345,12 +378,15 @@ impl fmt::Display for Report {
         writeln!(
             f,
             "operations: {} ok, {} failed, {} unknown; {} records in final log; \
-             {} losses excused by detected corruption",
+             {} losses excused by detected corruption; {} losses and {} contradicted reads \
+             allowed by the durability asked for",
             self.ops_ok,
             self.ops_failed,
             self.ops_unknown,
             self.records_in_final_log,
-            self.losses_excused
+            self.losses_excused,
+            self.losses_allowed,
+            self.reads_contradicted
         )?;
         for kind in AnomalyKind::ALL {
             let count = self.count(kind);
@@ -382,6 +418,8 @@ pub fn check(history: &History, final_log: &FinalLog, options: &CheckOptions) ->
     };
     count_outcomes(&operations, &mut report);
     let index = Index::build(&operations, final_log, options);
+    report.losses_allowed = index.losses_allowed;
+    report.reads_contradicted = index.reads_contradicted;
     check_lost_writes(&index, &mut report);
     check_inconsistent_offsets(&index, &mut report);
     check_duplicates(&index, &mut report);
@@ -543,6 +581,10 @@ struct Index<'h> {
     /// Each key's highest offset in the final log and the tombstones that may be gone past
     /// their horizon, on a compacted topic.
     compacted: crate::compaction::Compacted,
+    /// Records whose proof of commitment [`CheckOptions::durability`] discounted because the
+    /// final log lacks them, and reads left out for contradicting it.
+    losses_allowed: usize,
+    reads_contradicted: usize,
 }
 
 impl<'h> Index<'h> {
@@ -621,6 +663,8 @@ impl<'h> Index<'h> {
         } else {
             (None, false)
         };
+        let (losses_allowed, reads_contradicted) =
+            discount_unproven(&mut appends, &mut reads, final_log, options);
         let compacted = match &options.compaction {
             Some(rule) => crate::compaction::Compacted::build(
                 &final_log.records,
@@ -640,6 +684,8 @@ impl<'h> Index<'h> {
             corruption_unreported,
             retained_from: options.retention.then_some(final_log.log_start_offset),
             compacted,
+            losses_allowed,
+            reads_contradicted,
         }
     }
 
@@ -709,6 +755,59 @@ impl<'h> Index<'h> {
             report.record(AnomalyKind::LostWrite, detail);
         }
     }
+}
+
+/// Applies [`CheckOptions::durability`]: under a weaker durability than the default, an
+/// acknowledged append the final log does not hold whole (nor retention explain) becomes one
+/// of unknown outcome, and under unclean elections a read the final log contradicts is
+/// dropped. The number of records so discounted (acknowledged, or only read), and of reads.
+fn discount_unproven(
+    appends: &mut [Append<'_>],
+    reads: &mut Vec<Observed<'_>>,
+    final_log: &FinalLog,
+    options: &CheckOptions,
+) -> (usize, usize) {
+    if options.durability == Durability::Committed {
+        return (0, 0);
+    }
+    let at: BTreeMap<Offset, Value> = final_log.records.iter().copied().collect();
+    let present: BTreeSet<Value> = final_log.records.iter().map(|&(_, v)| v).collect();
+    let deleted = |offset: Offset| options.retention && offset < final_log.log_start_offset;
+    let mut discounted: BTreeSet<Value> = BTreeSet::new();
+    for append in appends.iter_mut() {
+        let Some(base) = append.acked_base else {
+            continue;
+        };
+        let borne_out = append
+            .values
+            .iter()
+            .enumerate()
+            .all(|(i, v)| present.contains(v) || deleted(offset_at(base, i)));
+        if !borne_out {
+            append.acked_base = None;
+            discounted.extend(append.values.iter().filter(|v| !present.contains(v)));
+        }
+    }
+    let mut contradicted = 0;
+    if options.durability == Durability::UncleanElections {
+        reads.retain(|read| {
+            let holds = read
+                .records
+                .iter()
+                .all(|(offset, value)| at.get(offset) == Some(value) || deleted(*offset));
+            if !holds {
+                contradicted += 1;
+                discounted.extend(
+                    read.records
+                        .iter()
+                        .map(|&(_, v)| v)
+                        .filter(|v| !present.contains(v)),
+                );
+            }
+            holds
+        });
+    }
+    (discounted.len(), contradicted)
 }
 
 /// lost-write: every committed record must survive into the final log.
@@ -1343,6 +1442,11 @@ fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, re
     // regression every read is in one group.
     // Reads are also grouped by leader epoch: a new leader's high watermark may start below
     // its predecessor's (KIP-207). Without either kind of boundary every read is in one group.
+    if options.durability == Durability::UncleanElections {
+        // A replica elected from outside the ISR may hold less than the high watermark its
+        // predecessor reported: the high watermark moves back with it.
+        return;
+    }
     let mut groups: BTreeMap<usize, Vec<&Observed<'_>>> = BTreeMap::new();
     let bounds = boundaries_around(history, options.watermark_may_regress);
     for read in &ix.reads {
@@ -2197,6 +2301,93 @@ mod tests {
         // The read's high watermark of 1 is gone from the final log too.
         assert_kinds(&report, &[AnomalyKind::LostWrite, AnomalyKind::Watermark]);
         assert!(report.anomalies[0].detail.contains("read op"));
+    }
+
+    fn durability(durability: Durability) -> CheckOptions {
+        CheckOptions {
+            durability,
+            ..CheckOptions::default()
+        }
+    }
+
+    /// A leader acknowledged op #1 at offset 1 (acks=1) and failed before a follower had it;
+    /// the new leader took offset 1 for process 2's next append.
+    fn leader_acknowledged_then_replaced() -> (Builder, FinalLog) {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.read_ok(3, 0, &[(0, v(1, 0))]);
+        b.append_ok(1, &[v(1, 1), v(1, 2)], 1);
+        b.append_ok(2, &[v(2, 0)], 1);
+        (b, final_log(0, &[v(1, 0), v(2, 0)]))
+    }
+
+    #[test]
+    fn a_leader_acknowledged_record_lost_on_failover_is_allowed_and_counted_under_acks_one() {
+        let (b, log) = leader_acknowledged_then_replaced();
+        // The same history judged as acks=all: the loss is one, and the offsets disagree.
+        let strict = check(&b.history, &log, &CheckOptions::default());
+        assert!(strict.has(AnomalyKind::LostWrite), "{strict}");
+        assert!(strict.has(AnomalyKind::InconsistentOffsets), "{strict}");
+        let report = check(
+            &b.history,
+            &log,
+            &durability(Durability::LeaderAcknowledged),
+        );
+        assert!(report.is_valid(), "{report}");
+        assert_eq!(report.losses_allowed, 2, "{report}");
+        assert_eq!(report.reads_contradicted, 0);
+    }
+
+    #[test]
+    fn a_read_record_still_proves_commitment_under_acks_one() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.read_ok(2, 0, &[(0, v(1, 0))]);
+        let report = check(
+            &b.history,
+            &final_log(0, &[]),
+            &durability(Durability::LeaderAcknowledged),
+        );
+        assert!(report.has(AnomalyKind::LostWrite), "{report}");
+        assert_eq!(
+            report.losses_allowed, 1,
+            "the acknowledgement is discounted"
+        );
+    }
+
+    #[test]
+    fn unclean_elections_allow_losing_read_records_and_count_the_reads() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.append_ok(1, &[v(1, 1)], 1);
+        b.read_ok(2, 0, &[(0, v(1, 0)), (1, v(1, 1))]);
+        // A replica that had only offset 0 was elected; process 3 then wrote at offset 1.
+        b.append_ok(3, &[v(3, 0)], 1);
+        let log = final_log(0, &[v(1, 0), v(3, 0)]);
+        let acks_one = check(
+            &b.history,
+            &log,
+            &durability(Durability::LeaderAcknowledged),
+        );
+        assert!(acks_one.has(AnomalyKind::LostWrite), "{acks_one}");
+        let report = check(&b.history, &log, &durability(Durability::UncleanElections));
+        assert!(report.is_valid(), "{report}");
+        assert_eq!(
+            (report.losses_allowed, report.reads_contradicted),
+            (1, 1),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn unclean_elections_still_catch_a_phantom_and_a_duplicate() {
+        let mut b = Builder::default();
+        b.append_ok(1, &[v(1, 0)], 0);
+        b.append_failed(1, &[v(1, 1)]);
+        let log = final_log(0, &[v(1, 0), v(1, 1), v(1, 0)]);
+        let report = check(&b.history, &log, &durability(Durability::UncleanElections));
+        assert!(report.has(AnomalyKind::PhantomRead), "{report}");
+        assert!(report.has(AnomalyKind::Duplicate), "{report}");
     }
 
     #[test]

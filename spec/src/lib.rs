@@ -47,8 +47,8 @@ pub mod quorum;
 pub mod register;
 
 pub use checker::{
-    check, check_retention, Anomaly, AnomalyKind, CheckOptions, FinalLog, Report, StartObservation,
-    ANOMALY_DETAILS_MAX,
+    check, check_retention, Anomaly, AnomalyKind, CheckOptions, Durability, FinalLog, Report,
+    StartObservation, ANOMALY_DETAILS_MAX,
 };
 pub use compaction::{Compacted, Compaction, KeyOf, Tombstone, TombstoneOf};
 pub use groups::{check_groups, FinalPartition};
