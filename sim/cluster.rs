@@ -49,9 +49,9 @@
 //! of a node (two live brokers of one id) use one incarnation id. Liveness: after healing every partition accepts an
 //! append, and every broker answered admin requests.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::rngs::SmallRng;
@@ -65,6 +65,7 @@ use samsa::controller::image::MetadataImage;
 use samsa::log::FlushPolicy;
 use samsa::protocol::create_topics::{CreatableTopic, CreateTopicsRequest, CreateTopicsResponse};
 use samsa::protocol::delete_topics::{DeleteTopicState, DeleteTopicsRequest, DeleteTopicsResponse};
+use samsa::protocol::elect_leaders::{ElectLeadersRequest, ElectLeadersResponse};
 use samsa::protocol::incremental_alter_configs::{
     AlterConfigsResource, AlterableConfig, IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
@@ -162,6 +163,33 @@ pub struct ClusterOptions {
     /// The crash modes of the final crash of every node at once (`None`: `crash_modes`). A
     /// page-cache suite promises nothing when every node loses power together.
     pub final_crash_modes: Option<Vec<CrashMode>>,
+    /// The workload producers' `acks`: -1 (all, the default) or 1 (the leader's alone, whose
+    /// loss at a failover Kafka allows: the checkers count it as allowed, see
+    /// `samsa_spec::Durability`).
+    pub acks: i16,
+    /// `unclean.leader.election.enable` on every broker (the controller's default): a
+    /// partition whose ISR and ELR are gone elects any live replica, and loses what that
+    /// replica lacks, which the checkers count as allowed.
+    pub unclean_leader_election: bool,
+    /// `auto.leader.rebalance.enable` with this `leader.imbalance.check.interval.ms`: the
+    /// controller moves leaders back to their preferred replicas while the nemesis runs.
+    pub auto_leader_rebalance_ms: Option<u64>,
+    /// A client asks for preferred-leader elections of every partition (ElectLeaders, through
+    /// each node in turn) every `ELECTOR_PAUSE_MS` while the nemesis runs.
+    pub preferred_elections: bool,
+}
+
+impl ClusterOptions {
+    /// What an acknowledgement and a read prove under these options.
+    pub fn durability(&self) -> samsa_spec::Durability {
+        if self.unclean_leader_election {
+            samsa_spec::Durability::UncleanElections
+        } else if self.acks == 1 {
+            samsa_spec::Durability::LeaderAcknowledged
+        } else {
+            samsa_spec::Durability::Committed
+        }
+    }
 }
 
 /// The replicated suites' settings.
@@ -195,6 +223,10 @@ impl Default for ClusterOptions {
             groups: Some(GroupOptions::default()),
             replication: None,
             final_crash_modes: None,
+            acks: -1,
+            unclean_leader_election: false,
+            auto_leader_rebalance_ms: None,
+            preferred_elections: false,
         }
     }
 }
@@ -251,9 +283,24 @@ pub struct ClusterOutcome {
     /// Admin requests each broker answered with success.
     pub admin_ok_by_node: BTreeMap<i32, u64>,
     pub ops: usize,
+    /// Partitions a preferred election through ElectLeaders gave a new leader (the
+    /// `preferred_elections` option).
+    pub preferred_elected: u64,
+    /// Leaderships of workload partitions the nodes applied with the leader RECOVERING
+    /// (KIP-704): unclean elections, and KIP-966's recovery by the last known leader when
+    /// the ELR is empty; either may lose committed records.
+    pub recovering_elections: usize,
 }
 
 impl ClusterOutcome {
+    /// Records lost where the suite's durability allows it (acks=1, unclean elections), and
+    /// the reads the final logs contradict, over every partition.
+    pub fn allowed_losses(&self) -> (usize, usize) {
+        self.reports.values().fold((0, 0), |(l, r), report| {
+            (l + report.losses_allowed, r + report.reads_contradicted)
+        })
+    }
+
     pub fn has(&self, kind: AnomalyKind) -> bool {
         self.reports
             .values()
@@ -321,6 +368,11 @@ fn node_config(id: i32, options: &ClusterOptions) -> BrokerConfig {
         },
         log_flush: options.flush,
         num_partitions: PARTITIONS,
+        unclean_leader_election_enable: options.unclean_leader_election,
+        auto_leader_rebalance_enable: options.auto_leader_rebalance_ms.is_some(),
+        leader_imbalance_check_interval_ms: options
+            .auto_leader_rebalance_ms
+            .unwrap_or(BrokerConfig::default().leader_imbalance_check_interval_ms),
         bugs: options.bugs,
         // `__consumer_offsets` replicated as the workload's topic is (created once that many
         // brokers are alive).
@@ -373,7 +425,14 @@ struct Shared {
     quorum: Arc<Mutex<QuorumHistory>>,
     /// Each node's replica of its latest start, for the quorum's end state.
     raft_handles: Arc<Mutex<BTreeMap<i32, RaftHandle>>>,
+    /// (partition, leader epoch) of every leadership a node applied whose new leader epoch
+    /// came with the leader RECOVERING (KIP-704): an unclean election, or KIP-966's recovery
+    /// by the last known leader.
+    recovering_elections: Arc<Mutex<BTreeSet<(i32, i32)>>>,
 }
+
+/// `LeaderRecoveryState` RECOVERING: the leader was elected uncleanly (KIP-704).
+const LEADER_RECOVERING: i8 = 1;
 
 /// The leader epoch of each workload partition each node applied last (replicated suites),
 /// kept across the node's restarts.
@@ -434,6 +493,9 @@ async fn member(
                     if seen.fetch_max(partition.leader_epoch, Ordering::AcqRel)
                         < partition.leader_epoch
                     {
+                        if partition.leader_recovery_state == LEADER_RECOVERING {
+                            lock(&shared.recovering_elections).insert((p, partition.leader_epoch));
+                        }
                         shared.recorders[p as usize].node(
                             0,
                             NodeEvent::LeaderEpoch {
@@ -806,6 +868,44 @@ async fn admin(log: Arc<Mutex<AdminLog>>, nodes: i32, mut rng: SmallRng, stop: A
     }
 }
 
+/// The pause between two preferred elections of the `preferred_elections` option.
+const ELECTOR_PAUSE_MS: std::ops::Range<u64> = 300..1_500;
+
+/// Asks for a preferred-leader election of every partition (ElectLeaders with a null list)
+/// through each node in turn until `stop`; adds to `elected` each partition answered with
+/// success (ELECTION_NOT_NEEDED and PREFERRED_LEADER_NOT_AVAILABLE are not counted).
+async fn elector(nodes: i32, mut rng: SmallRng, stop: Arc<AtomicBool>, elected: Arc<AtomicU64>) {
+    let limits = ConnectionLimits {
+        request_timeout_ms: ADMIN_TIMEOUT_MS,
+        connect_timeout_ms: ADMIN_TIMEOUT_MS,
+        ..ConnectionLimits::default()
+    };
+    let mut turn = 0i32;
+    while !stop.load(Ordering::Acquire) {
+        time::sleep(Duration::from_millis(rng.gen_range(ELECTOR_PAUSE_MS))).await;
+        let id = turn % nodes + 1;
+        turn += 1;
+        let Ok(mut conn) =
+            Connection::connect(&client_address(id), "sim-elector", limits.clone()).await
+        else {
+            continue;
+        };
+        let request = ElectLeadersRequest {
+            election_type: 0,
+            topic_partitions: None,
+            timeout_ms: ADMIN_TIMEOUT_MS as i32,
+        };
+        let answer: Option<ElectLeadersResponse> = send(&mut conn, 43, &request).await;
+        let ok = answer
+            .iter()
+            .flat_map(|r| &r.replica_election_results)
+            .flat_map(|t| &t.partition_result)
+            .filter(|p| p.error_code == 0)
+            .count();
+        elected.fetch_add(ok as u64, Ordering::Relaxed);
+    }
+}
+
 /// `request` at the version the connection negotiated; None when it went unanswered.
 async fn send<Req, Resp>(conn: &mut Connection, api_key: i16, request: &Req) -> Option<Resp>
 where
@@ -856,6 +956,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         incarnations: Arc::new(Mutex::new(Vec::new())),
         quorum: Arc::new(Mutex::new(QuorumHistory::default())),
         raft_handles: Arc::new(Mutex::new(BTreeMap::new())),
+        recovering_elections: Arc::new(Mutex::new(BTreeSet::new())),
     };
     let epochs: AppliedEpochs = Arc::new(
         node_ids
@@ -927,6 +1028,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             think_ms_max: options.think_ms_max,
             idempotent: false,
             keying: Keying::BY_PROCESS,
+            acks: options.acks,
         };
         joins.push(clients.spawn(workload.run()));
     }
@@ -952,6 +1054,15 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         SmallRng::seed_from_u64(rng.gen()),
         Arc::clone(&admin_stop),
     ));
+    let elected = Arc::new(AtomicU64::new(0));
+    let elector_join = options.preferred_elections.then(|| {
+        clients.spawn(elector(
+            options.nodes,
+            SmallRng::seed_from_u64(rng.gen()),
+            Arc::clone(&admin_stop),
+            Arc::clone(&elected),
+        ))
+    });
 
     // The nemesis.
     let net = madsim::net::NetSim::current();
@@ -1303,6 +1414,9 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         let _ = join.await;
     }
     let _ = admin_join.await;
+    if let Some(join) = elector_join {
+        let _ = join.await;
+    }
     let group_watermarks = match group_run {
         Some(run) => run.await.ok(),
         None => None,
@@ -1390,9 +1504,26 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
             problems.push(format!("partition {p}: the final image's ISR is empty"));
             continue;
         };
-        let report = samsa_spec::check(&history, final_log, &CheckOptions::default());
+        // Losses are allowed in a partition only where they can happen: under acks=1
+        // anywhere, under unclean elections only in a partition that had a RECOVERING
+        // leader (an unclean election, or the last leader's recovery, which the
+        // observer cannot tell apart).
+        let unclean_here = lock(&shared.recovering_elections)
+            .iter()
+            .any(|(q, _)| *q == p);
+        let durability = match options.durability() {
+            samsa_spec::Durability::UncleanElections if !unclean_here => {
+                samsa_spec::Durability::Committed
+            }
+            d => d,
+        };
+        let check_options = CheckOptions {
+            durability,
+            ..CheckOptions::default()
+        };
+        let report = samsa_spec::check(&history, final_log, &check_options);
         for (member, log) in logs.iter().skip(1) {
-            let other = samsa_spec::check(&history, log, &CheckOptions::default());
+            let other = samsa_spec::check(&history, log, &check_options);
             if !other.is_valid() {
                 problems.push(format!(
                     "partition {p}, ISR member {member}: {}",
@@ -1540,6 +1671,7 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         }
         None => problems.push("no node applied any image".to_string()),
     }
+    let recovering_elections = lock(&shared.recovering_elections).len();
     ClusterOutcome {
         reports,
         group,
@@ -1549,6 +1681,8 @@ async fn simulate(options: ClusterOptions) -> ClusterOutcome {
         nemesis,
         admin_ok_by_node: admin_log.ok_by_node,
         ops,
+        preferred_elected: elected.load(Ordering::Relaxed),
+        recovering_elections,
     }
 }
 
@@ -1745,7 +1879,28 @@ const MINORITY_CORRUPTION_PROBABILITY: f64 = 0.3;
 /// controller answers completes (and leaves its clean-shutdown marker).
 const GRACEFUL_STOP_WAIT_MS_MAX: u64 = 2 * samsa::broker::node::CONTROLLED_SHUTDOWN_WAIT_MS_MAX;
 
-pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_count: u64) {
+/// Seeds a suite's summary lists by name at most.
+const SEEDS_LISTED_MAX: usize = 20;
+
+/// What a suite's seeds did beyond passing, for the suites that must show they exercised
+/// something.
+#[derive(Clone, Debug, Default)]
+pub struct SuiteSummary {
+    /// Records lost and reads contradicted where the durability allows it, over every seed.
+    pub losses_allowed: usize,
+    pub reads_contradicted: usize,
+    pub seeds_with_allowed_losses: Vec<u64>,
+    /// Partitions preferred elections moved, over every seed.
+    pub preferred_elected: u64,
+    /// RECOVERING leaderships of workload partitions, over every seed.
+    pub recovering_elections: usize,
+}
+
+pub fn run_cluster_suite(
+    test_name: &str,
+    options: &ClusterOptions,
+    default_count: u64,
+) -> SuiteSummary {
     let range = crate::harness::seeds(default_count);
     #[allow(clippy::disallowed_methods)] // real elapsed time of the suite, for the report
     let began = std::time::Instant::now();
@@ -1753,8 +1908,17 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
     let mut ops = 0;
     let mut group_work = GroupWork::default();
     let mut elections = 0;
+    let mut summary = SuiteSummary::default();
     for seed in range.clone() {
         let outcome = run_cluster_seed(seed, options);
+        let (lost, contradicted) = outcome.allowed_losses();
+        summary.losses_allowed += lost;
+        summary.reads_contradicted += contradicted;
+        if lost + contradicted > 0 {
+            summary.seeds_with_allowed_losses.push(seed);
+        }
+        summary.preferred_elected += outcome.preferred_elected;
+        summary.recovering_elections += outcome.recovering_elections;
         if std::env::var_os("SAMSA_SIM_VERBOSE").is_some() {
             eprintln!(
                 "{test_name}: seed {seed}\n  {}",
@@ -1767,6 +1931,13 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
                 );
             }
             eprintln!("  group: {:?}", outcome.group_work);
+            eprintln!(
+                "  RECOVERING leaderships {}, allowed losses (records, reads) {:?}, preferred \
+                 elections {}",
+                outcome.recovering_elections,
+                outcome.allowed_losses(),
+                outcome.preferred_elected
+            );
         }
         ops += outcome.ops;
         group_work.add(outcome.group_work);
@@ -1802,4 +1973,27 @@ pub fn run_cluster_suite(test_name: &str, options: &ClusterOptions, default_coun
         range.end,
         began.elapsed().as_secs_f64()
     );
+    if options.durability() != samsa_spec::Durability::Committed {
+        eprintln!(
+            "{test_name}: durability {:?} ({} RECOVERING leaderships): {} records lost and {} \
+             reads contradicted by the final logs, as Kafka allows there, in {} seeds, the \
+             first {:?}",
+            options.durability(),
+            summary.recovering_elections,
+            summary.losses_allowed,
+            summary.reads_contradicted,
+            summary.seeds_with_allowed_losses.len(),
+            &summary.seeds_with_allowed_losses[..summary
+                .seeds_with_allowed_losses
+                .len()
+                .min(SEEDS_LISTED_MAX)]
+        );
+    }
+    if options.preferred_elections {
+        eprintln!(
+            "{test_name}: preferred elections moved {} partition leaderships",
+            summary.preferred_elected
+        );
+    }
+    summary
 }

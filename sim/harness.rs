@@ -489,6 +489,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
             think_ms_max: options.think_ms_max,
             idempotent: options.idempotent,
             keying: keying(&options),
+            acks: -1,
         };
         match &stalled {
             Some(node) if process == 1 => joins.push(node.spawn(client.run())),
@@ -895,6 +896,8 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                     clock_forward_jumps: clock_forward_jumps.clone(),
                     end_ns,
                 }),
+            // The single node's producers use acks=all.
+            durability: samsa_spec::Durability::Committed,
         },
     );
     if options.groups.is_some() {
@@ -910,6 +913,7 @@ async fn simulate(seed: u64, options: Options) -> SeedOutcome {
                 // The quiet phase let the group stabilise and drain every partition.
                 groups_stable_at_end: group_watermarks.is_some(),
                 compaction: None,
+                durability: samsa_spec::Durability::Committed,
             },
             &mut report,
         );

@@ -1295,6 +1295,87 @@ fn replicated_five_node_cluster_keeps_every_acknowledged_record() {
     );
 }
 
+/// Leaders moved on purpose while the nemesis runs (issue 17): a client asks for
+/// preferred-leader elections of every partition (ElectLeaders) every few hundred
+/// milliseconds through each node in turn, and the controller's `auto.leader.rebalance.enable`
+/// checks the imbalance every second. Each move bumps the leader epoch; the new leader must
+/// come from the ISR and no acknowledged record may be lost, as in the suite above. The
+/// elections must have moved leaderships over the seeds.
+#[test]
+fn replicated_cluster_with_leader_moves_keeps_every_acknowledged_record() {
+    let summary = cluster::run_cluster_suite(
+        "replicated_cluster_with_leader_moves_keeps_every_acknowledged_record",
+        &cluster::ClusterOptions {
+            preferred_elections: true,
+            auto_leader_rebalance_ms: Some(1_000),
+            ..replicated()
+        },
+        cluster::REPLICATED_SEEDS_DEFAULT / 2,
+    );
+    assert!(
+        summary.preferred_elected > 0,
+        "no preferred election moved a leader over the seeds: {summary:?}"
+    );
+}
+
+/// acks=1 (issue 17): the replicated suite with the workload producing with acks=1, which a
+/// leader answers before any follower has the records. Kafka loses such records when their
+/// leader fails before a follower fetched them; the checkers count those as allowed losses
+/// (`Durability::LeaderAcknowledged`) and judge everything else as before: a record a read
+/// returned was committed (reads stop at the high watermark) and must survive, offsets must
+/// agree, nothing may be duplicated or invented. Over the seeds some acknowledged record must
+/// actually have been lost, or the suite would not show that acks=1 differs from acks=all.
+#[test]
+fn replicated_cluster_with_acks_one_loses_only_what_kafka_allows() {
+    let summary = cluster::run_cluster_suite(
+        "replicated_cluster_with_acks_one_loses_only_what_kafka_allows",
+        &cluster::ClusterOptions {
+            acks: 1,
+            ..replicated()
+        },
+        cluster::REPLICATED_SEEDS_DEFAULT / 2,
+    );
+    assert!(
+        summary.losses_allowed > 0,
+        "acks=1 lost no acknowledged record over the seeds: {summary:?}"
+    );
+}
+
+/// `unclean.leader.election.enable=true` (issue 17): a partition whose ISR and ELR members
+/// are all down elects any live replica, which may lack committed records. In a partition
+/// that had such an election (an image with the leader RECOVERING, KIP-704; KIP-966's
+/// recovery by the last known leader looks the same to the harness) the checkers
+/// count the records and reads the final log contradicts as allowed losses
+/// (`Durability::UncleanElections`) and report them; in every other partition nothing may be
+/// lost, as in the clean suites. What was lost, in how many seeds, and how many unclean
+/// elections happened is printed. `min.insync.replicas` 1, so that a leader alone in its ISR
+/// goes on acknowledging (Kafka's classic path to losing acknowledged records). No consumer
+/// group: the setting is the brokers', so
+/// `__consumer_offsets` elects uncleanly too and loses commits, which the group checkers
+/// (rightly) report as lost-commit (seed 18 did).
+#[test]
+fn replicated_cluster_with_unclean_elections_reports_its_losses() {
+    let summary = cluster::run_cluster_suite(
+        "replicated_cluster_with_unclean_elections_reports_its_losses",
+        &cluster::ClusterOptions {
+            unclean_leader_election: true,
+            groups: None,
+            // A lone leader acknowledges acks=all too, so an unclean election can take what
+            // a producer was told is written, not only what a reader saw.
+            replication: Some(cluster::ReplicationOptions {
+                factor: 3,
+                min_insync_replicas: 1,
+            }),
+            ..replicated()
+        },
+        cluster::REPLICATED_SEEDS_DEFAULT / 2,
+    );
+    assert!(
+        summary.recovering_elections > 0,
+        "no leader was elected RECOVERING over the seeds: {summary:?}"
+    );
+}
+
 /// Page-cache mode (Kafka's default: acknowledged once every ISR member has the records in
 /// memory, synced later): nothing acknowledged may be lost while at most
 /// `min.insync.replicas` - 1 ISR members lose power at once. The nemesis loses one node's
@@ -1455,6 +1536,45 @@ fn replicated_acknowledging_below_min_insync_replicas_is_caught() {
     assert!(
         caught.len() >= 3,
         "expected lost-write in several of seeds {seeds:?}, caught in {caught:?}"
+    );
+}
+
+/// An unclean election that does lose acknowledged records, and says so: five nodes, the
+/// nemesis off, `min.insync.replicas` 1 and the planted sequence of the test above (a
+/// partition's two followers cut off until its ISR is the leader alone, which goes on
+/// acknowledging; then the leader killed as they come back). With
+/// `unclean.leader.election.enable` one of the lagging followers is elected and the records
+/// only the leader had are gone: the checkers count them as allowed losses, and find nothing
+/// else wrong. Without it the partition waits for its last leader (KIP-966's ELR) and loses
+/// nothing.
+#[test]
+fn replicated_unclean_election_of_a_lagging_replica_reports_its_losses() {
+    let mut options = replicated_five_nodes();
+    options.nemesis = false;
+    options.groups = None;
+    options.lone_leader = Some(1_000);
+    options.replication = Some(cluster::ReplicationOptions {
+        factor: 3,
+        min_insync_replicas: 1,
+    });
+    let seeds = 1..11;
+    let clean = caught_on(seeds.clone(), &options, |o| {
+        assert!(o.is_valid(), "{}", o.summary());
+        o.allowed_losses() != (0, 0)
+    });
+    assert!(
+        clean.is_empty(),
+        "losses allowed without unclean elections: {clean:?}"
+    );
+    options.unclean_leader_election = true;
+    let lost = caught_on(seeds.clone(), &options, |o| {
+        assert!(o.is_valid(), "{}", o.summary());
+        o.allowed_losses().0 > 0
+    });
+    assert!(
+        lost.len() >= 3,
+        "expected unclean elections to lose acknowledged records in several of seeds \
+         {seeds:?}, lost in {lost:?}"
     );
 }
 

@@ -69,6 +69,8 @@ pub struct Workload {
     pub idempotent: bool,
     /// How records are keyed, and which are tombstones.
     pub keying: Keying,
+    /// The produce requests' `acks` (-1: all; 1: the leader's; not with `idempotent`).
+    pub acks: i16,
 }
 
 /// How the workload keys its records and which of them are tombstones (a null value; the
@@ -131,6 +133,10 @@ fn mix(value: Value) -> u64 {
 
 impl Workload {
     pub async fn run(mut self) {
+        assert!(
+            !self.idempotent || self.acks == -1,
+            "an idempotent producer needs acks=all"
+        );
         let mut client = new_client(&self.bootstrap, &format!("sim-{}", self.process));
         let mut seq: u32 = 0;
         let mut position: i64 = 0;
@@ -171,7 +177,13 @@ impl Workload {
             .recorder
             .invoke(u64::from(self.process), Op::Append { values });
         let outcome = match client
-            .produce(TOPIC, self.partition, batch, -1, REQUEST_TIMEOUT_MS as i32)
+            .produce(
+                TOPIC,
+                self.partition,
+                batch,
+                self.acks,
+                REQUEST_TIMEOUT_MS as i32,
+            )
             .await
         {
             Ok(ack) => Outcome::Appended {
