@@ -32,10 +32,25 @@ fn three_voters() -> (Vec<(i32, u16)>, String) {
     (ports, voters)
 }
 
-/// A port nothing listens on (bound, then released).
+/// Attempts at a port not handed out before (see [`free_port`]).
+const FREE_PORT_TRIES_MAX: usize = 1_000;
+
+/// A port nothing listens on (bound, then released), and never one this test binary handed
+/// out before: the kernel may give a released port to the next bind of port 0 at once, and
+/// two nodes of one cluster (or of two tests running side by side) on one port leave a
+/// quorum a voter short (seen: two controllers given port 46233).
 pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("addr").port()
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for _ in 0..FREE_PORT_TRIES_MAX {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("no port not handed out before in {FREE_PORT_TRIES_MAX} binds of port 0");
 }
 
 // The child's stderr goes to a file of the test's own directory, outside the system under

@@ -15,6 +15,10 @@
 //!   factor 3 with `min.insync.replicas=2`: an idempotent acks=all librdkafka producer goes on
 //!   while a follower is killed with SIGKILL and restarted on its directory; it rejoins every
 //!   ISR (the time is printed) and every acknowledged record is read back once, in order.
+//!   The failover tests take every partition's leader away (SIGKILL, as the active
+//!   controller too; SIGSTOP past the session timeout) under that producer and a confluent-kafka
+//!   group member whose coordinator is on the same node.
+//! - `group_member` (no tests): that member's process and the check of what it consumed.
 //! - `process_cluster` (no tests): starting, killing and restarting those broker processes,
 //!   shared by the two modules above.
 //! - `controller_process`: three `samsa controller` processes: election, failover after a
@@ -32,6 +36,7 @@ mod broker_cluster;
 mod broker_processes;
 mod controller_process;
 mod controller_quorum;
+mod group_member;
 mod metadata_quorum_cli;
 mod process_cluster;
 mod raft_quorum;

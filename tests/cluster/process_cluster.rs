@@ -52,7 +52,11 @@ pub struct ProcessCluster {
     pub cluster_id: String,
     pub ports: BTreeMap<i32, Ports>,
     voters: String,
+    /// `--override`s of this cluster's own, after the shared ones (a later one wins).
+    overrides: Vec<String>,
     children: BTreeMap<i32, Child>,
+    /// Nodes stopped with SIGSTOP and not yet continued.
+    paused: BTreeSet<i32>,
     dir: tempfile::TempDir,
 }
 
@@ -60,6 +64,12 @@ impl ProcessCluster {
     /// Formats `nodes` data directories with one new cluster id and starts a broker process
     /// on each (node ids 1..=nodes).
     pub fn start(nodes: i32) -> ProcessCluster {
+        ProcessCluster::start_with(nodes, &[])
+    }
+
+    /// [`ProcessCluster::start`] with `overrides` (`key=value`) on every node's command line
+    /// after the shared ones.
+    pub fn start_with(nodes: i32, overrides: &[&str]) -> ProcessCluster {
         let dir = tempfile::tempdir().expect("a directory");
         let cluster_id = {
             let out = samsa()
@@ -108,7 +118,9 @@ impl ProcessCluster {
             cluster_id,
             ports,
             voters,
+            overrides: overrides.iter().map(|o| o.to_string()).collect(),
             children: BTreeMap::new(),
+            paused: BTreeSet::new(),
             dir,
         };
         for id in 1..=nodes {
@@ -137,7 +149,13 @@ impl ProcessCluster {
             !self.children.contains_key(&id),
             "node {id} is already running"
         );
-        let child = spawn(self.dir.path(), id, &self.voters, &self.ports[&id]);
+        let child = spawn(
+            self.dir.path(),
+            id,
+            &self.voters,
+            &self.ports[&id],
+            &self.overrides,
+        );
         self.children.insert(id, child);
     }
 
@@ -148,16 +166,33 @@ impl ProcessCluster {
         let _ = child.wait();
     }
 
-    /// SIGTERM to node `id` (a graceful stop: controlled shutdown, logs closed), then waits
-    /// for its exit, at most `SIGTERM_WAIT_MS_MAX`; its exit status.
-    pub async fn sigterm(&mut self, id: i32) -> std::process::ExitStatus {
-        let mut child = self.children.remove(&id).expect("a running node");
+    /// SIGSTOP to node `id`: the process stays, its sockets stay open, nothing it does moves
+    /// until [`ProcessCluster::sigcont`].
+    pub fn sigstop(&mut self, id: i32) {
+        self.signal(id, libc::SIGSTOP);
+        self.paused.insert(id);
+    }
+
+    /// SIGCONT to node `id`, which [`ProcessCluster::sigstop`] paused.
+    pub fn sigcont(&mut self, id: i32) {
+        assert!(self.paused.remove(&id), "node {id} is not paused");
+        self.signal(id, libc::SIGCONT);
+    }
+
+    fn signal(&self, id: i32, signal: libc::c_int) {
+        let child = self.children.get(&id).expect("a running node");
         let pid = libc::pid_t::try_from(child.id()).expect("a pid");
         // SAFETY: kill(2) on the pid of our own unreaped child: the pid cannot have been
         // reused by another process while the child is not waited for.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "signal {signal} to node {id}");
+    }
+
+    /// SIGTERM to node `id` (a graceful stop: controlled shutdown, logs closed), then waits
+    /// for its exit, at most `SIGTERM_WAIT_MS_MAX`; its exit status.
+    pub async fn sigterm(&mut self, id: i32) -> std::process::ExitStatus {
+        self.signal(id, libc::SIGTERM);
+        let mut child = self.children.remove(&id).expect("a running node");
         for _ in 0..SIGTERM_WAIT_MS_MAX / POLL_MS {
             if let Ok(Some(status)) = child.try_wait() {
                 return status;
@@ -199,6 +234,9 @@ impl ProcessCluster {
 
     /// SIGTERM to every running node, then waits for each to exit.
     pub fn stop(mut self) {
+        for id in std::mem::take(&mut self.paused) {
+            self.signal(id, libc::SIGCONT);
+        }
         for child in self.children.values() {
             sigterm(child);
         }
@@ -231,7 +269,7 @@ impl Drop for ProcessCluster {
 
 /// `--override key=value` for each item of `SAMSA_TEST_BROKER_OVERRIDES` (comma-separated
 /// `key=value`): a developer's knob to rerun the process tests with other settings, e.g. the
-/// failover tests with a shorter `broker.session.timeout.ms`. Unset in CI.
+/// failover tests with Kafka's `broker.session.timeout.ms=9000`. Unset in CI.
 fn extra_overrides() -> Vec<String> {
     let Ok(list) = std::env::var("SAMSA_TEST_BROKER_OVERRIDES") else {
         return Vec::new();
@@ -250,7 +288,7 @@ fn data_dir(dir: &Path, id: i32) -> String {
 // The child's stderr goes to a file of the test's own directory, outside the system under
 // test.
 #[allow(clippy::disallowed_methods)]
-fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
+fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports, overrides: &[String]) -> Child {
     let stderr = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -273,6 +311,11 @@ fn spawn(dir: &Path, id: i32, voters: &str, ports: &Ports) -> Child {
             "--override",
             "offsets.topic.replication.factor=1",
         ])
+        .args(
+            overrides
+                .iter()
+                .flat_map(|o| ["--override".to_string(), o.clone()]),
+        )
         .args(extra_overrides())
         .stdout(Stdio::null())
         .stderr(stderr)

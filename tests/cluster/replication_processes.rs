@@ -32,7 +32,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::Consumer;
@@ -46,8 +46,10 @@ use samsa::protocol::create_topics::{
 };
 use samsa::protocol::types::NodeId;
 
+use crate::group_member::{check_consumption, GroupMember};
 use crate::process_cluster::{
-    active_controller, samsa, sleep_poll, ProcessCluster, POLLS_MAX, REQUEST_TIMEOUT_MS,
+    active_controller, client, leaders, samsa, sleep_poll, ProcessCluster, POLLS_MAX,
+    REQUEST_TIMEOUT_MS,
 };
 use crate::rdkafka_support as rk;
 
@@ -125,6 +127,8 @@ struct Deliveries {
     failed: Vec<(usize, String)>,
     /// The client's error callbacks (a broker that is down, for one).
     errors: Vec<String>,
+    /// When each acknowledgement of `acked` arrived.
+    acked_at: Vec<Instant>,
 }
 
 impl Deliveries {
@@ -140,6 +144,22 @@ impl Deliveries {
 struct Recorder(Arc<Mutex<Deliveries>>);
 
 impl ClientContext for Recorder {
+    /// With `SAMSA_TEST_RDKAFKA_DEBUG` (librdkafka's `debug` contexts, e.g. `metadata`),
+    /// librdkafka's own log lines on stderr, stamped with the wall clock in milliseconds to
+    /// line them up with the brokers' logs; otherwise none (they come from librdkafka's
+    /// threads, which the test harness does not capture).
+    // The wall clock is the point: it lines librdkafka's lines up with the brokers' logs.
+    #[allow(clippy::disallowed_methods)]
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, log_message: &str) {
+        if std::env::var_os("SAMSA_TEST_RDKAFKA_DEBUG").is_none() {
+            return;
+        }
+        let at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        eprintln!("librdkafka {at} {level:?} {fac}: {log_message}");
+    }
+
     fn error(&self, error: KafkaError, reason: &str) {
         self.0
             .lock()
@@ -155,7 +175,10 @@ impl ProducerContext for Recorder {
     fn delivery(&self, result: &DeliveryResult<'_>, index: usize) {
         let mut d = self.0.lock().expect("the deliveries");
         match result {
-            Ok(m) => d.acked.push((index, m.partition(), m.offset())),
+            Ok(m) => {
+                d.acked.push((index, m.partition(), m.offset()));
+                d.acked_at.push(samsa::rt::time::now());
+            }
             Err((e, _)) => d.failed.push((index, e.to_string())),
         }
     }
@@ -164,7 +187,11 @@ impl ProducerContext for Recorder {
 type IdempotentProducer = ThreadedProducer<Recorder>;
 
 fn idempotent_producer(bootstrap: &str, deliveries: &Arc<Mutex<Deliveries>>) -> IdempotentProducer {
-    rk::client_config(bootstrap)
+    let mut config = rk::client_config(bootstrap);
+    if let Ok(contexts) = std::env::var("SAMSA_TEST_RDKAFKA_DEBUG") {
+        config.set("debug", contexts);
+    }
+    config
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "5")
@@ -275,22 +302,7 @@ struct PartitionRow {
 /// `samsa topics describe TOPIC <options> -b <node id's client listener>`'s standard output,
 /// or the tool's failure (its status and output).
 fn describe_output(cluster: &ProcessCluster, id: i32, options: &[&str]) -> Result<String, String> {
-    let out = samsa()
-        .args(["topics", "describe", TOPIC])
-        .args(options)
-        .args(["-b", &cluster.bootstrap(&[id])])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run samsa topics describe");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "{}: {stdout}{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(stdout)
+    describe_topic(cluster, id, TOPIC, options)
 }
 
 /// `samsa topics describe TOPIC -b <node id's client listener>`'s partition lines, or the
@@ -605,7 +617,7 @@ async fn a_killed_follower_rejoins_the_isr_and_no_acknowledged_record_is_lost() 
         "nothing under-replicated once node {follower} rejoined"
     );
 
-    let (sent, deliveries, failed_present) = finish_and_read_back(
+    let (sent, deliveries, failed_present, _) = finish_and_read_back(
         producer,
         &deliveries,
         producing,
@@ -647,7 +659,7 @@ async fn finish_and_read_back(
     stop: &AtomicBool,
     bootstrap: &str,
     group: &str,
-) -> (usize, Deliveries, usize) {
+) -> (usize, Deliveries, usize, BTreeMap<i32, (i64, i64)>) {
     stop.store(true, Ordering::Relaxed);
     let sent = producing.await.expect("the producing task");
     producer
@@ -674,7 +686,7 @@ async fn finish_and_read_back(
     }
     let read = rk::consume_ranges(&consumer, TOPIC, &ranges);
     let failed_present = check_read_back(&deliveries, sent, &ranges, &read);
-    (sent, deliveries, failed_present)
+    (sent, deliveries, failed_present, ranges)
 }
 
 /// Checks what was read against the delivery reports (see the module's comment); how many
@@ -861,18 +873,142 @@ async fn elect_preferred_leaders(
 /// is then read back exactly once, in acknowledgement order per partition.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_fails_over_and_a_preferred_election_gives_its_partitions_back() {
-    leader_failover(false).await;
+    leader_failover(false, Fault::Kill).await;
 }
 
 /// The same when the killed leader is also the active controller: the quorum elects another
 /// controller, which fences the killed broker once its session expires.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_leader_that_is_also_the_active_controller_fails_over_too() {
-    leader_failover(true).await;
+    leader_failover(true, Fault::Kill).await;
 }
 
-async fn leader_failover(kill_controller: bool) {
-    let mut cluster = ProcessCluster::start(NODES);
+/// The same with SIGSTOP instead of SIGKILL, for longer than `broker.session.timeout.ms`:
+/// the paused leader is fenced and the cluster goes on without it; resumed with SIGCONT, the
+/// same process (its connections open, its view of its leaderships stale) learns that it was
+/// replaced, truncates where it must and rejoins every ISR as a follower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_is_fenced_and_rejoins_as_a_follower_when_it_resumes() {
+    leader_failover(false, Fault::Pause).await;
+}
+
+/// How the failover tests take the leader away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL, later a restart on its directory.
+    Kill,
+    /// SIGSTOP past `broker.session.timeout.ms`, later SIGCONT: the same process resumes with
+    /// its open connections and its stale view of its leaderships.
+    Pause,
+}
+
+/// `__consumer_offsets`' partitions (`offsets.topic.num.partitions`' default).
+const OFFSETS_PARTITIONS: i32 = 50;
+/// The failover clusters' `__consumer_offsets` is replicated like the topic, so that the
+/// group's coordinator fails over with its partition.
+const FAILOVER_OVERRIDES: &[&str] = &["offsets.topic.replication.factor=3"];
+/// Group names tried for one whose coordinator is the node to take away.
+const GROUP_NAMES_MAX: usize = 1_000;
+
+/// A group whose coordinator is node `id` (the leader of the `__consumer_offsets` partition
+/// the group's name hashes to), once `__consumer_offsets` exists with every replica in every
+/// ISR; FindCoordinator through every node confirms it.
+async fn group_coordinated_by(cluster: &ProcessCluster, id: i32, prefix: &str) -> String {
+    let all = cluster.ids();
+    let bootstrap = cluster.bootstrap(&all);
+    for _ in 0..POLLS_MAX {
+        // The first FindCoordinator creates `__consumer_offsets`.
+        let mut c = client(&bootstrap);
+        let _ = c.find_coordinator(prefix).await;
+        let offsets_ready = describe_topic(cluster, id, "__consumer_offsets", &[])
+            .is_ok_and(|out| out.lines().filter(|l| l.contains("Isr: ")).count() == 50)
+            && describe_topic(
+                cluster,
+                id,
+                "__consumer_offsets",
+                &["--under-replicated-partitions"],
+            )
+            .is_ok_and(|out| out.trim().is_empty());
+        let leaders = leaders(&bootstrap, "__consumer_offsets", OFFSETS_PARTITIONS).await;
+        if offsets_ready && leaders.values().all(Option::is_some) {
+            let name = (0..GROUP_NAMES_MAX)
+                .map(|i| format!("{prefix}-{i}"))
+                .find(|name| {
+                    let p = samsa::coordinator::records::partition_for(name, OFFSETS_PARTITIONS);
+                    leaders.get(&p) == Some(&Some(id))
+                })
+                .unwrap_or_else(|| panic!("node {id} leads no __consumer_offsets partition"));
+            let mut confirmed = true;
+            for through in &all {
+                let mut c = client(&cluster.bootstrap(&[*through]));
+                let found = c.find_coordinator(&name).await.map(|a| a.node_id);
+                confirmed &= found.as_ref().is_ok_and(|n| *n == id);
+            }
+            if confirmed {
+                return name;
+            }
+        }
+        sleep_poll().await;
+    }
+    panic!("no group coordinated by node {id} after {POLLS_MAX} polls");
+}
+
+/// `samsa topics describe TOPIC OPTIONS` through node `id`: its stdout, or its failure.
+fn describe_topic(
+    cluster: &ProcessCluster,
+    id: i32,
+    topic: &str,
+    options: &[&str],
+) -> Result<String, String> {
+    let out = samsa()
+        .args(["topics", "describe", topic])
+        .args(options)
+        .args(["-b", &cluster.bootstrap(&[id])])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run samsa topics describe");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "{}: {stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The produce rate around a failover from the acknowledgements' times: acknowledgements
+/// per `RATE_WINDOW_MS` window from `RATE_BEFORE_MS` before `at` on, and the longest time
+/// without any acknowledgement after `at`.
+const RATE_WINDOW_MS: u128 = 1_000;
+const RATE_BEFORE_MS: u128 = 3_000;
+
+fn throughput_around(acked_at: &[Instant], at: Instant, until: Instant) -> (Vec<usize>, u128) {
+    let from = at - Duration::from_millis(RATE_BEFORE_MS as u64);
+    let windows = (until.saturating_duration_since(from).as_millis() / RATE_WINDOW_MS) as usize + 1;
+    let mut counts = vec![0; windows];
+    let mut last = at;
+    let mut gap_ms = 0;
+    let mut times: Vec<Instant> = acked_at.iter().copied().filter(|t| *t >= from).collect();
+    times.sort();
+    for t in times {
+        let w = (t.saturating_duration_since(from).as_millis() / RATE_WINDOW_MS) as usize;
+        if let Some(c) = counts.get_mut(w) {
+            *c += 1;
+        }
+        if t > at {
+            gap_ms = gap_ms.max(t.saturating_duration_since(last).as_millis());
+            last = t;
+        }
+    }
+    (counts, gap_ms)
+}
+
+async fn leader_failover(kill_controller: bool, fault: Fault) {
+    let test = format!("replication_processes::leader_failover({kill_controller}, {fault:?})");
+    let mut cluster = ProcessCluster::start_with(NODES, FAILOVER_OVERRIDES);
     let all = cluster.ids();
     let bootstrap = cluster.bootstrap(&all);
     cluster.wait_registered().await;
@@ -895,31 +1031,35 @@ async fn leader_failover(kill_controller: bool) {
     let everyone = create_placed_topic(&cluster, &placement).await;
     let two: BTreeSet<i32> = others.iter().copied().collect();
 
+    // A confluent-kafka group member whose coordinator is the node to take away.
+    let group = group_coordinated_by(&cluster, victim, "failover").await;
+    let mut member = GroupMember::start(&test, cluster.dir(), &bootstrap, TOPIC, &group);
+    if let Some(member) = member.as_mut() {
+        member.wait_assigned(PARTITIONS as usize).await;
+    }
+
     let (deliveries, producer, stop, producing) = start_producer(&bootstrap);
-    let before = wait_acks(
-        &producer,
-        &deliveries,
-        &BTreeMap::new(),
-        "before the SIGKILL",
-    )
-    .await;
+    let before = wait_acks(&producer, &deliveries, &BTreeMap::new(), "before the fault").await;
 
     let now_active = active_controller(&cluster.ports, &all).await;
     assert_eq!(
         now_active == Some(victim),
         kill_controller,
-        "the leader to kill, node {victim}, is the active controller or not as asked: \
+        "the leader to take away, node {victim}, is the active controller or not as asked: \
          {now_active:?}"
     );
-    let at_kill = deliveries
+    let at_fault = deliveries
         .lock()
         .expect("the deliveries")
         .acked_per_partition();
-    cluster.sigkill(victim);
-    let killed_at = samsa::rt::time::now();
-    // The first acknowledgement in each partition after the kill (those in flight at the
-    // kill may still be acknowledged by the dying leader's last answers: one more than
-    // at the kill is not enough, so the wait is for a new batch's worth).
+    match fault {
+        Fault::Kill => cluster.sigkill(victim),
+        Fault::Pause => cluster.sigstop(victim),
+    }
+    let faulted_at = samsa::rt::time::now();
+    // The first acknowledgement in each partition after the fault (those in flight at the
+    // fault may still be acknowledged by the dying leader's last answers: one more than
+    // at the fault is not enough, so the wait is for a new batch's worth).
     let mut resumed_ms: BTreeMap<i32, u128> = BTreeMap::new();
     while resumed_ms.len() < PARTITIONS as usize {
         assert_no_fatal_error(&producer);
@@ -928,16 +1068,16 @@ async fn leader_failover(kill_controller: bool) {
             .expect("the deliveries")
             .acked_per_partition();
         for (p, n) in &now {
-            if *n >= at_kill[p] + BURST * 4 {
+            if *n >= at_fault[p] + BURST * 4 {
                 resumed_ms
                     .entry(*p)
-                    .or_insert_with(|| killed_at.elapsed().as_millis());
+                    .or_insert_with(|| faulted_at.elapsed().as_millis());
             }
         }
         assert!(
-            killed_at.elapsed().as_millis() < u128::from(FAILOVER_WAIT_MS_MAX),
+            faulted_at.elapsed().as_millis() < u128::from(FAILOVER_WAIT_MS_MAX),
             "the producer did not resume in every partition within {FAILOVER_WAIT_MS_MAX} ms \
-             of its leader's SIGKILL: {resumed_ms:?}"
+             of its leader's {fault:?}: {resumed_ms:?}"
         );
         samsa::rt::time::sleep(Duration::from_millis(WAIT_POLL_MS)).await;
     }
@@ -946,12 +1086,12 @@ async fn leader_failover(kill_controller: bool) {
         &others,
         &two,
         ISR_SHRINK_WAIT_MS_MAX,
-        "after the SIGKILL",
+        "after the fault",
     )
     .await;
     assert!(
         leaders_after.values().all(|l| *l != victim),
-        "the killed node leads nothing: {leaders_after:?}"
+        "the node taken away leads nothing: {leaders_after:?}"
     );
     let at_failover = deliveries
         .lock()
@@ -961,34 +1101,42 @@ async fn leader_failover(kill_controller: bool) {
         &producer,
         &deliveries,
         &at_failover,
-        "while the leader is down",
+        "while the leader is away",
     )
     .await;
+    let rates_until = samsa::rt::time::now();
 
-    // Back on its directory: a follower that rejoins every ISR, leading nothing yet.
-    cluster.restart(victim);
+    // Back (on its directory, or resumed): a follower that rejoins every ISR, leading nothing
+    // yet.
+    match fault {
+        Fault::Kill => cluster.restart(victim),
+        Fault::Pause => cluster.sigcont(victim),
+    }
     let rejoined = wait_whole_isr(
         &cluster,
         &all,
         &everyone,
         REJOIN_WAIT_MS_MAX,
-        "after the restart",
+        "after the node came back",
     )
     .await;
     assert!(
         rejoined.values().all(|l| *l != victim),
-        "the restarted node comes back as a follower: {rejoined:?}"
+        "the node comes back as a follower: {rejoined:?}"
     );
     // Preferred elections give it back its leaderships.
+    // (`__consumer_offsets`' partitions the node led move back too.)
     let out = elect_preferred_leaders(&cluster, others[0], &placement, &everyone).await;
-    let elected: Vec<String> = (0..PARTITIONS).map(|p| format!("{TOPIC}-{p}")).collect();
-    assert!(
-        out.contains(&format!(
-            "Successfully completed leader election (PREFERRED) for partitions {}",
-            elected.join(", ")
-        )),
-        "{out}"
-    );
+    let elected: BTreeSet<&str> = out
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Successfully completed leader election (PREFERRED) for partitions ")
+        })
+        .map(|list| list.split(", ").collect())
+        .unwrap_or_default();
+    for p in 0..PARTITIONS {
+        assert!(elected.contains(format!("{TOPIC}-{p}").as_str()), "{out}");
+    }
     let (ok, out) = leader_election(
         &cluster,
         others[1],
@@ -1032,31 +1180,68 @@ async fn leader_failover(kill_controller: bool) {
     } else {
         "not the controller"
     };
+    let (rates, gap_ms) = throughput_around(
+        &deliveries.lock().expect("the deliveries").acked_at,
+        faulted_at,
+        rates_until,
+    );
     eprintln!(
-        "replication_processes: node {victim} (leader of all {PARTITIONS} partitions, {role}) \
-         SIGKILLed; the producer's acknowledgements resumed per partition after {resumed_ms:?} \
-         ms (broker.session.timeout.ms {}); restarted, it rejoined every ISR as a follower \
-         and a preferred election made it leader again",
-        std::env::var("SAMSA_TEST_BROKER_OVERRIDES")
-            .unwrap_or_else(|_| "9000, the default".to_string())
+        "replication_processes: node {victim} (leader of all {PARTITIONS} partitions and of \
+         group {group}'s coordinator partition, {role}) {fault:?}; the producer's \
+         acknowledgements resumed per partition after {resumed_ms:?} ms (broker.session.\
+         timeout.ms {}); no acknowledgement for {gap_ms} ms; acknowledgements per \
+         {RATE_WINDOW_MS} ms from {RATE_BEFORE_MS} ms before the fault: {rates:?}; back, it \
+         rejoined every ISR as a follower and a preferred election made it leader again",
+        std::env::var("SAMSA_TEST_BROKER_OVERRIDES").unwrap_or_else(|_| "the default".to_string())
     );
 
-    let (sent, deliveries, failed_present) = finish_and_read_back(
+    let (sent, deliveries, failed_present, ranges) = finish_and_read_back(
         producer,
         &deliveries,
         producing,
         &stop,
         &bootstrap,
-        &format!("replication-processes-failover-{kill_controller}"),
+        &format!("replication-processes-failover-{kill_controller}-{fault:?}"),
     )
     .await;
     eprintln!(
         "replication_processes: {sent} records sent, {} acknowledged ({before:?} before the \
-         SIGKILL, {while_down:?} by the end of the downtime, {after:?} after the election), \
+         fault, {while_down:?} by the end of the downtime, {after:?} after the election), \
          {} failed deliveries ({failed_present} of them stored), all read back",
         deliveries.acked.len(),
         deliveries.failed.len(),
     );
+    if let Some(mut member) = member {
+        let ends: BTreeMap<i32, i64> = ranges.iter().map(|(p, (_, high))| (*p, *high)).collect();
+        member.wait_caught_up(&ends).await;
+        let events = member.stop().await;
+        let acked: BTreeMap<(i32, i64), String> = deliveries
+            .acked
+            .iter()
+            .map(|(index, p, offset)| ((*p, *offset), value_of(*index)))
+            .collect();
+        let consumption = check_consumption(&events, &acked, |v| {
+            parse_value(v.as_bytes())
+                .is_some_and(|(_, _, index)| index < sent && value_of(index) == v)
+        });
+        let after_fault = |ev: &str| {
+            events
+                .iter()
+                .find(|e| e.at > faulted_at && e.ev() == ev)
+                .map(|e| e.at.duration_since(faulted_at).as_millis())
+        };
+        eprintln!(
+            "replication_processes: group {group} (confluent-kafka, its coordinator on node \
+             {victim}): first records after the fault at {:?} ms, first successful commit \
+             after it at {:?} ms; {consumption:?}",
+            after_fault("records"),
+            after_fault("committed"),
+        );
+        assert!(
+            after_fault("committed").is_some(),
+            "the group committed again after its coordinator's {fault:?}"
+        );
+    }
     cluster.stop();
 }
 
@@ -1113,7 +1298,7 @@ async fn a_rolling_restart_under_load_fails_no_produce() {
     elect_preferred_leaders(&cluster, all[0], &placement, &everyone).await;
     let failed = deliveries.lock().expect("the deliveries").failed.len();
     assert_eq!(failed, 0, "no delivery failed during the rolling restart");
-    let (sent, deliveries, _) = finish_and_read_back(
+    let (sent, deliveries, _, _) = finish_and_read_back(
         producer,
         &deliveries,
         producing,

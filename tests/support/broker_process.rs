@@ -44,13 +44,27 @@ pub struct BrokerProcess {
     starts: u32,
 }
 
-/// A loopback port that was free a moment ago: bound to port 0, read, and released.
+/// Attempts at a port not handed out before (see [`free_port`]).
+const FREE_PORT_TRIES_MAX: usize = 1_000;
+
+/// A loopback port that was free a moment ago: bound to port 0, read, and released; never one
+/// this test binary handed out before (the kernel may give a released port to the next bind
+/// of port 0 at once, and two brokers of tests running side by side would share it).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener
-        .local_addr()
-        .expect("local address of a bound socket")
-        .port()
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for _ in 0..FREE_PORT_TRIES_MAX {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener
+            .local_addr()
+            .expect("local address of a bound socket")
+            .port();
+        let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner());
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
+    panic!("no port not handed out before in {FREE_PORT_TRIES_MAX} binds of port 0");
 }
 
 impl BrokerProcess {
