@@ -15,13 +15,17 @@
 //! key's sequence numbers only grow along its partition.
 //!
 //! The failover tests place every partition with one broker as its preferred leader and
-//! SIGKILL that broker under the same producer: once in a broker that is not the active
-//! controller, once in the active controller itself. The controller (a new one in the
-//! second case) fences it after `broker.session.timeout.ms` and elects ISR members; the
-//! producer resumes in every partition (the time from the SIGKILL is printed); restarted, the
-//! broker rejoins every ISR as a follower, and `samsa leader-election --election-type
-//! preferred --all-topic-partitions` gives it its leaderships back (the tool's report is
-//! checked, as is its failure on an unknown partition). The same read-back checks follow.
+//! take that broker away under the same producer and a confluent-kafka group member whose
+//! coordinator is on that broker too (`group_member`): SIGKILL of a broker that is not the
+//! active controller, SIGKILL of the active controller itself, and SIGSTOP past
+//! `broker.session.timeout.ms`. The controller (a new one in the second case) fences it and
+//! elects ISR members; the producer resumes in every partition and the member commits again
+//! (the times from the fault, the longest gap between acknowledgements and the
+//! acknowledgements per second around the fault are printed); restarted or resumed with
+//! SIGCONT, the broker rejoins every ISR as a follower, and `samsa leader-election
+//! --election-type preferred --all-topic-partitions` gives it its leaderships back (the tool's
+//! report is checked, as is its failure on an unknown partition). The same read-back checks
+//! follow, and the member's consumption is checked against the acknowledgements.
 //! The rolling-restart test stops each broker in turn with SIGTERM under the producer and
 //! restarts it: no delivery may fail, and a preferred election puts the leaders back.
 //!
