@@ -204,10 +204,10 @@ pub struct BrokerConfig {
 /// session expires, so it is most of a failover's time (the goal is a producer acknowledged
 /// again within 3 s of a leader's SIGKILL). Kafka's 9 s leaves room for JVM garbage
 /// collection pauses; a Samsa broker has none, sends its heartbeats from a task of their own,
-/// and the controller answers them from memory, off the disk path. Shorter still would fence
-/// brokers that are merely slow for a moment (a fenced live broker heartbeats, is unfenced
-/// and gets its leaderships back by preferred election: no data is at risk, only a brief
-/// leader move). Kafka's values remain a setting away.
+/// and the controller counts a heartbeat when it takes the request, before any disk write.
+/// Shorter still would fence brokers that are merely slow for a moment (a fenced live broker
+/// heartbeats, is unfenced and gets its leaderships back by preferred election: no data is at
+/// risk, only a brief leader move). Kafka's values remain a setting away.
 pub const BROKER_SESSION_TIMEOUT_MS_DEFAULT: u64 = 2_000;
 /// Samsa's `broker.heartbeat.interval.ms` default (Kafka's is 2000): four heartbeats a
 /// session, so that one or two lost or late ones do not fence a broker.
