@@ -924,9 +924,10 @@ async fn group_coordinated_by(cluster: &ProcessCluster, id: i32, prefix: &str) -
         // The first FindCoordinator creates `__consumer_offsets`.
         let mut c = client(&bootstrap);
         let _ = c.find_coordinator(prefix).await;
-        let offsets_ready = describe_topic(cluster, id, "__consumer_offsets", &[])
-            .is_ok_and(|out| out.lines().filter(|l| l.contains("Isr: ")).count() == 50)
-            && describe_topic(
+        let offsets_ready =
+            describe_topic(cluster, id, "__consumer_offsets", &[]).is_ok_and(|out| {
+                out.lines().filter(|l| l.contains("Isr: ")).count() == OFFSETS_PARTITIONS as usize
+            }) && describe_topic(
                 cluster,
                 id,
                 "__consumer_offsets",
@@ -990,7 +991,9 @@ const RATE_WINDOW_MS: u128 = 1_000;
 const RATE_BEFORE_MS: u128 = 3_000;
 
 fn throughput_around(acked_at: &[Instant], at: Instant, until: Instant) -> (Vec<usize>, u128) {
-    let from = at - Duration::from_millis(RATE_BEFORE_MS as u64);
+    let from = at
+        .checked_sub(Duration::from_millis(RATE_BEFORE_MS as u64))
+        .unwrap_or(at);
     let windows = (until.saturating_duration_since(from).as_millis() / RATE_WINDOW_MS) as usize + 1;
     let mut counts = vec![0; windows];
     let mut last = at;
