@@ -628,8 +628,12 @@ impl Shared {
         }
         // An empty log needs no read, and only a read checks leadership: a follower must not
         // open a shard (it would stay open, empty, when this broker is elected later).
+        // Not leading is the usual case at the first load of a replicated `__consumer_offsets`
+        // (every replica loads every partition it holds): not worth a warning.
+        let mut not_leading = false;
         if failed.is_none() && !partition.is_leading() {
             failed = Some("this broker does not lead the partition".to_string());
+            not_leading = true;
         }
         // Nothing is answered from what the ISR has not acknowledged (Kafka's coordinator
         // runtime exposes only committed state): the loaded records may include writes that
@@ -665,7 +669,11 @@ impl Shared {
             }
         }
         if let Some(why) = failed {
-            tracing::warn!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable until this broker leads the partition again");
+            if not_leading {
+                tracing::debug!(partition = index, "{OFFSETS_TOPIC}: not loaded, another broker leads it; loaded once this broker leads it");
+            } else {
+                tracing::warn!(partition = index, error = %why, "loading {OFFSETS_TOPIC} failed; its groups stay unavailable until this broker leads the partition again");
+            }
             let mut inner = self.inner.lock().await;
             if let Some(slot) = inner
                 .shards
