@@ -43,10 +43,10 @@ mod broker_process;
 mod interop_scripts;
 
 use broker_process::BrokerProcess;
-use interop_scripts::{interop_dir, node, node_or_skip, python_or_skip};
+use interop_scripts::{node, node_or_skip, python_or_skip, script_command};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
 
 /// Polls of a running script before it is killed (600 s in all: five codecs of a
@@ -97,15 +97,8 @@ fn spawn_script(
     #[allow(clippy::disallowed_methods)] // a test's scratch file
     let out = File::create(&out_path).expect("create the script's output file");
     let err = out.try_clone().expect("clone the output file handle");
-    let mut cmd = Command::new(interpreter);
-    cmd.arg(script)
-        .current_dir(interop_dir())
-        // `cargo test` puts the rdkafka crate's bundled librdkafka on LD_LIBRARY_PATH; the
-        // clients must use their own.
-        .env_remove("LD_LIBRARY_PATH")
-        .env("SAMSA_BOOTSTRAP", broker.bootstrap())
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
+    let mut cmd = script_command(interpreter, script);
+    cmd.env("SAMSA_BOOTSTRAP", broker.bootstrap())
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err));

@@ -16,13 +16,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use bytes::Bytes;
 use samsa::client::{build_batch, ProducerRecord};
 use samsa::protocol::record_batch::Compression;
 
-use crate::interop_scripts::{interop_dir, python_or_skip};
+use crate::interop_scripts::{python_or_skip, script_command};
 use crate::metadata_quorum_cli::{replication_rows, status_fields};
 use crate::process_cluster::{
     active_controller, bootstrap_of, client, leaders, produce_everywhere, quorum_state, samsa,
@@ -157,16 +157,9 @@ async fn run_cluster_clients(python: &Path, dir: &Path, bootstrap: &str, brokers
         .map(i32::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let mut child = Command::new(python)
-        .arg("cluster_clients.py")
-        .current_dir(interop_dir())
-        // `cargo test` puts the rdkafka crate's bundled librdkafka on LD_LIBRARY_PATH; the
-        // clients must use their own.
-        .env_remove("LD_LIBRARY_PATH")
+    let mut child = script_command(python, "cluster_clients.py")
         .env("SAMSA_BOOTSTRAP", bootstrap)
         .env("SAMSA_CLUSTER_BROKERS", ids)
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))

@@ -27,11 +27,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::interop_scripts::{interop_dir, python_or_skip};
+use crate::interop_scripts::{python_or_skip, script_command};
 
 /// The member's `session.timeout.ms` and `heartbeat.interval.ms` (librdkafka's defaults are
 /// 45 s and 3 s; shorter, so that a coordinator's failover that outlasts it shows a rebalance
@@ -89,15 +89,8 @@ impl GroupMember {
         });
         let log = std::fs::File::create(dir.join(format!("member-{group}.log")))
             .expect("the member's log");
-        let mut child = Command::new(python)
-            .arg("groups_member_confluent_kafka.py")
-            .current_dir(interop_dir())
-            // `cargo test` puts the rdkafka crate's bundled librdkafka on LD_LIBRARY_PATH;
-            // the client uses its own.
-            .env_remove("LD_LIBRARY_PATH")
+        let mut child = script_command(&python, "groups_member_confluent_kafka.py")
             .env("SAMSA_GROUP_MEMBER", config.to_string())
-            .env("PYTHONUNBUFFERED", "1")
-            .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))

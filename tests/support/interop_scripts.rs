@@ -4,7 +4,8 @@
 //! Python is `SAMSA_PYTHON`, else `.ci/venv/bin/python` (where .ci/run installs
 //! tests/interop/requirements.txt), else `python3`; Node is `SAMSA_NODE`, else `node`. A
 //! missing interpreter or package skips the test with a notice, unless
-//! `SAMSA_REQUIRE_CLIENTS=1` (set by CI): then it fails.
+//! `SAMSA_REQUIRE_CLIENTS=1` (set by CI): then it fails. [`script_command`] is how each of
+//! them starts a script.
 #![allow(dead_code)] // each including binary uses its own part
 
 use std::path::{Path, PathBuf};
@@ -13,6 +14,22 @@ use std::process::{Command, Stdio};
 /// Where the scripts live (and run).
 pub fn interop_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop")
+}
+
+/// `interpreter script`, to run in the interop directory with the environment every script
+/// needs: without `LD_LIBRARY_PATH` (`cargo test` puts the rdkafka crate's bundled
+/// librdkafka there; the clients use their own), Python unbuffered (its lines arrive as
+/// written) and writing no bytecode into the source tree. The caller adds its own
+/// environment and stdio.
+pub fn script_command(interpreter: &Path, script: &str) -> Command {
+    let mut command = Command::new(interpreter);
+    command
+        .arg(script)
+        .current_dir(interop_dir())
+        .env_remove("LD_LIBRARY_PATH")
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    command
 }
 
 /// The Python interpreter the scripts run with.
