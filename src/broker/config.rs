@@ -1008,8 +1008,9 @@ impl Settings {
     }
 }
 
-/// Kafka's boolean parsing: `true` or `false`, case-insensitive.
-fn parse_bool(value: &str) -> Option<bool> {
+/// Kafka's boolean parsing: `true` or `false`, case-insensitive (the controller's topic and
+/// cluster configs too).
+pub(crate) fn parse_bool(value: &str) -> Option<bool> {
     if value.eq_ignore_ascii_case("true") {
         Some(true)
     } else if value.eq_ignore_ascii_case("false") {

@@ -2923,14 +2923,10 @@ struct ElectionRules {
     unclean_election: bool,
 }
 
-/// A boolean config's value, as Kafka reads one (either case, blanks around); None for
-/// anything else.
+/// A boolean config's value (either case, blanks around, as the broker reads its own);
+/// None for anything else.
 fn flag(value: &str) -> Option<bool> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "true" => Some(true),
-        "false" => Some(false),
-        _ => None,
-    }
+    crate::broker::config::parse_bool(value.trim())
 }
 
 /// A list config's items (comma separated, blanks dropped).

@@ -102,7 +102,6 @@ fn call(c: &mut Controller, now_ms: u64, request: Request) -> Reply {
     reply
 }
 
-/// Registers and unfences `broker_id`; its epoch.
 /// The committed image's fenced brokers, by id.
 fn fenced_brokers(c: &Controller) -> Vec<i32> {
     c.committed()
@@ -113,6 +112,7 @@ fn fenced_brokers(c: &Controller) -> Vec<i32> {
         .collect()
 }
 
+/// Registers and unfences `broker_id`; its epoch.
 fn join(c: &mut Controller, now_ms: u64, broker_id: i32) -> i64 {
     let Reply::RegisterBroker(Ok(epoch)) = call(
         c,
