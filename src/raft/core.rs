@@ -352,6 +352,9 @@ struct LeaderState {
     parked: BTreeMap<i32, (FetchRequest, u64)>,
     /// Voters that have not fetched in this epoch, and when BeginQuorumEpoch last went out.
     begin_sent_ms: BTreeMap<i32, u64>,
+    /// The leader this voter lost before it won this epoch, and how long it had not heard
+    /// from it when it won ([`Raft::predecessor_silence`]).
+    predecessor_silence: Option<(i32, u64)>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -421,9 +424,6 @@ pub struct Raft {
     /// and when it was last heard from: kept while this voter stands, dropped once it
     /// follows anyone.
     lost_leader: Option<LostLeader>,
-    /// Once this voter leads after losing its leader: that leader's id and how long this
-    /// voter had not heard from it when it took over ([`Raft::predecessor_silence`]).
-    predecessor_silence: Option<(i32, u64)>,
 }
 
 /// The leader a follower stopped hearing from.
@@ -468,7 +468,6 @@ impl Raft {
             bugs: RaftBugs::default(),
             stepped_down: Vec::new(),
             lost_leader: None,
-            predecessor_silence: None,
         };
         raft.fetch.deadline_ms = now_ms + config.fetch_timeout_ms;
         // Request ids start at random, so that an answer meant for this replica's previous
@@ -518,7 +517,7 @@ impl Raft {
     /// the node is a combined one (the node id is the broker id). `None` after a resignation
     /// (the leader was heard from), a first election, or for a follower.
     pub fn predecessor_silence(&self) -> Option<(i32, u64)> {
-        self.leader.as_ref().and(self.predecessor_silence)
+        self.leader.as_ref().and_then(|l| l.predecessor_silence)
     }
 
     pub fn is_leader(&self) -> bool {
@@ -806,7 +805,6 @@ impl Raft {
         let Some(leader) = self.leader.take() else {
             return;
         };
-        self.predecessor_silence = None;
         // Answered once the input is taken, so that the answers carry the new epoch.
         self.stepped_down
             .extend(leader.parked.into_values().map(|(request, _)| request));
@@ -864,7 +862,7 @@ impl Raft {
         let persisted = self.election.become_leader();
         self.persist(persisted.0);
         let epoch = self.epoch();
-        self.predecessor_silence = self.lost_leader.take().map(|lost| {
+        let predecessor_silence = self.lost_leader.take().map(|lost| {
             assert!(lost.epoch < epoch, "a lost leader of this very epoch");
             assert_ne!(lost.id, self.local.id, "a voter lost itself as leader");
             (lost.id, now_ms.saturating_sub(lost.last_heard_ms))
@@ -902,6 +900,7 @@ impl Raft {
             replicas: BTreeMap::new(),
             parked: BTreeMap::new(),
             begin_sent_ms,
+            predecessor_silence,
         });
         self.fetch.in_flight = None;
         self.append_own(records);
@@ -1127,7 +1126,6 @@ impl Raft {
                     self.persist(persisted.0);
                     self.step_down();
                     self.lost_leader = None;
-                    self.predecessor_silence = None;
                     self.fetch.in_flight = None;
                     self.fetch.leader_resigned = false;
                     self.fetch.last_heard_ms = None;
