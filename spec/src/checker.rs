@@ -664,7 +664,7 @@ impl<'h> Index<'h> {
             (None, false)
         };
         let (losses_allowed, reads_contradicted) =
-            discount_unproven(&mut appends, &mut reads, final_log, options);
+            discount_unproven(&mut appends, &mut reads, &final_offsets, final_log, options);
         let compacted = match &options.compaction {
             Some(rule) => crate::compaction::Compacted::build(
                 &final_log.records,
@@ -761,17 +761,23 @@ impl<'h> Index<'h> {
 /// acknowledged append the final log does not hold whole (nor retention explain) becomes one
 /// of unknown outcome, and under unclean elections a read the final log contradicts is
 /// dropped. The number of records so discounted (acknowledged, or only read), and of reads.
+/// `final_offsets` is [`Index::final_offsets`].
 fn discount_unproven(
     appends: &mut [Append<'_>],
     reads: &mut Vec<Observed<'_>>,
+    final_offsets: &BTreeMap<Value, Vec<Offset>>,
     final_log: &FinalLog,
     options: &CheckOptions,
 ) -> (usize, usize) {
     if options.durability == Durability::Committed {
         return (0, 0);
     }
-    let at: BTreeMap<Offset, Value> = final_log.records.iter().copied().collect();
-    let present: BTreeSet<Value> = final_log.records.iter().map(|&(_, v)| v).collect();
+    let present = |value: &Value| final_offsets.contains_key(value);
+    let at = |offset: Offset, value: &Value| {
+        final_offsets
+            .get(value)
+            .is_some_and(|offsets| offsets.contains(&offset))
+    };
     let deleted = |offset: Offset| options.retention && offset < final_log.log_start_offset;
     let mut discounted: BTreeSet<Value> = BTreeSet::new();
     for append in appends.iter_mut() {
@@ -782,10 +788,10 @@ fn discount_unproven(
             .values
             .iter()
             .enumerate()
-            .all(|(i, v)| present.contains(v) || deleted(offset_at(base, i)));
+            .all(|(i, v)| present(v) || deleted(offset_at(base, i)));
         if !borne_out {
             append.acked_base = None;
-            discounted.extend(append.values.iter().filter(|v| !present.contains(v)));
+            discounted.extend(append.values.iter().filter(|v| !present(v)));
         }
     }
     let mut contradicted = 0;
@@ -794,15 +800,10 @@ fn discount_unproven(
             let holds = read
                 .records
                 .iter()
-                .all(|(offset, value)| at.get(offset) == Some(value) || deleted(*offset));
+                .all(|(offset, value)| at(*offset, value) || deleted(*offset));
             if !holds {
                 contradicted += 1;
-                discounted.extend(
-                    read.records
-                        .iter()
-                        .map(|&(_, v)| v)
-                        .filter(|v| !present.contains(v)),
-                );
+                discounted.extend(read.records.iter().map(|&(_, v)| v).filter(|v| !present(v)));
             }
             holds
         });
@@ -1438,15 +1439,15 @@ fn check_offset_gaps(ix: &Index<'_>, report: &mut Report) {
 /// detected at or below the final log's end. Such a shortfall is not counted
 /// in `losses_excused`, which counts the records that lost-write excused.
 fn check_watermark(history: &History, ix: &Index<'_>, options: &CheckOptions, report: &mut Report) {
-    // Reads are grouped by the open of the log they lie within; without
-    // regression every read is in one group.
-    // Reads are also grouped by leader epoch: a new leader's high watermark may start below
-    // its predecessor's (KIP-207). Without either kind of boundary every read is in one group.
     if options.durability == Durability::UncleanElections {
         // A replica elected from outside the ISR may hold less than the high watermark its
         // predecessor reported: the high watermark moves back with it.
         return;
     }
+    // Reads are grouped by the open of the log they lie within; without
+    // regression every read is in one group.
+    // Reads are also grouped by leader epoch: a new leader's high watermark may start below
+    // its predecessor's (KIP-207). Without either kind of boundary every read is in one group.
     let mut groups: BTreeMap<usize, Vec<&Observed<'_>>> = BTreeMap::new();
     let bounds = boundaries_around(history, options.watermark_may_regress);
     for read in &ix.reads {
