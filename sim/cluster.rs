@@ -61,6 +61,7 @@ use samsa::broker::metadata_publisher::PublishObserver;
 use samsa::broker::node::{Node, NodeObservers};
 use samsa::broker::server::Serving;
 use samsa::client::connection::{Connection, ConnectionLimits};
+use samsa::controller::handlers::elect_leaders::ELECTION_TYPE_PREFERRED;
 use samsa::controller::image::MetadataImage;
 use samsa::log::FlushPolicy;
 use samsa::protocol::create_topics::{CreatableTopic, CreateTopicsRequest, CreateTopicsResponse};
@@ -767,20 +768,11 @@ struct AdminLog {
 /// Creates topics, deletes some of those it created and changes the config of others,
 /// through every broker in turn, each request on a fresh connection to that broker alone.
 async fn admin(log: Arc<Mutex<AdminLog>>, nodes: i32, mut rng: SmallRng, stop: Arc<AtomicBool>) {
-    let limits = ConnectionLimits {
-        request_timeout_ms: ADMIN_TIMEOUT_MS,
-        connect_timeout_ms: ADMIN_TIMEOUT_MS,
-        ..ConnectionLimits::default()
-    };
     let mut next = 0u32;
     let mut turn = 0i32;
     while !stop.load(Ordering::Acquire) && next < ADMIN_TOPICS_MAX {
         time::sleep(Duration::from_millis(rng.gen_range(50..250))).await;
-        let id = turn % nodes + 1;
-        turn += 1;
-        let Ok(mut conn) =
-            Connection::connect(&client_address(id), "sim-admin", limits.clone()).await
-        else {
+        let Some((id, mut conn)) = connect_in_turn(&mut turn, nodes, "sim-admin").await else {
             continue;
         };
         let created_count = lock(&log).created.len();
@@ -875,23 +867,14 @@ const ELECTOR_PAUSE_MS: std::ops::Range<u64> = 300..1_500;
 /// through each node in turn until `stop`; adds to `elected` each partition answered with
 /// success (ELECTION_NOT_NEEDED and PREFERRED_LEADER_NOT_AVAILABLE are not counted).
 async fn elector(nodes: i32, mut rng: SmallRng, stop: Arc<AtomicBool>, elected: Arc<AtomicU64>) {
-    let limits = ConnectionLimits {
-        request_timeout_ms: ADMIN_TIMEOUT_MS,
-        connect_timeout_ms: ADMIN_TIMEOUT_MS,
-        ..ConnectionLimits::default()
-    };
     let mut turn = 0i32;
     while !stop.load(Ordering::Acquire) {
         time::sleep(Duration::from_millis(rng.gen_range(ELECTOR_PAUSE_MS))).await;
-        let id = turn % nodes + 1;
-        turn += 1;
-        let Ok(mut conn) =
-            Connection::connect(&client_address(id), "sim-elector", limits.clone()).await
-        else {
+        let Some((_, mut conn)) = connect_in_turn(&mut turn, nodes, "sim-elector").await else {
             continue;
         };
         let request = ElectLeadersRequest {
-            election_type: 0,
+            election_type: ELECTION_TYPE_PREFERRED,
             topic_partitions: None,
             timeout_ms: ADMIN_TIMEOUT_MS as i32,
         };
@@ -904,6 +887,22 @@ async fn elector(nodes: i32, mut rng: SmallRng, stop: Arc<AtomicBool>, elected: 
             .count();
         elected.fetch_add(ok as u64, Ordering::Relaxed);
     }
+}
+
+/// A fresh connection, as `client_id`, to the node whose turn it is (each in turn; `turn`
+/// moves on either way), with the admin clients' limits; None when it cannot be reached.
+async fn connect_in_turn(turn: &mut i32, nodes: i32, client_id: &str) -> Option<(i32, Connection)> {
+    let id = *turn % nodes + 1;
+    *turn += 1;
+    let limits = ConnectionLimits {
+        request_timeout_ms: ADMIN_TIMEOUT_MS,
+        connect_timeout_ms: ADMIN_TIMEOUT_MS,
+        ..ConnectionLimits::default()
+    };
+    let conn = Connection::connect(&client_address(id), client_id, limits)
+        .await
+        .ok()?;
+    Some((id, conn))
 }
 
 /// `request` at the version the connection negotiated; None when it went unanswered.
